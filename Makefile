@@ -1,0 +1,70 @@
+# Two commands a newcomer needs:  make book   and   make test
+# Everything a fresh machine lacks is installed here (the venv, and Chromium for the
+# browser tests when we are root, as in CI).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JB     := $(BIN)/jupyter-book
+PYTEST := $(BIN)/python -m pytest
+# Parallel pytest workers: independent tests spread over the cores.
+XDIST  ?= -n 2
+
+.PHONY: setup book book-strict serve lab test lint unit browser chromium clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "minidataloader needs Python >= 3.10 (the book is tested on 3.11)"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+## make book: set up and build the book (notebooks executed, results cached between builds)
+book: setup
+	$(JB) build .
+	@echo
+	@echo "The book: file://$(CURDIR)/_build/html/index.html   (or: make serve)"
+
+## the build `make test` runs: every notebook re-executed, any warning is an error
+book-strict: setup
+	@mkdir -p _build
+	sed 's/execute_notebooks: cache/execute_notebooks: force/' _config.yml > _build/_config_strict.yml
+	$(JB) build . --all -W -n --keep-going --config _build/_config_strict.yml
+
+serve: book
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
+
+lab: setup
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+## make test: set up, then lint, unit tests, the strict book build, the browser tests
+test: setup chromium
+	@status=0; \
+	$(MAKE) --no-print-directory lint        || status=1; \
+	$(MAKE) --no-print-directory unit        || status=1; \
+	$(MAKE) --no-print-directory book-strict || status=1; \
+	$(MAKE) --no-print-directory browser     || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)"; else echo "make test: all passed"; fi; \
+	exit $$status
+
+lint: setup
+	$(BIN)/ruff check .
+
+unit: setup
+	$(PYTEST) $(XDIST) -m "not browser" tests
+
+browser: setup
+	$(PYTEST) -m browser tests
+
+# Debian's chromium for the browser tests (Playwright's own browser download fails offline).
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium not found: browser tests will be skipped (install it with: sudo apt-get install chromium)"; fi
+
+clean:
+	rm -rf _build
