@@ -1,0 +1,88 @@
+"""Shared fixtures. The browser fixture opens pages in Debian's headless Chromium through
+Playwright and fails the test on any request that leaves the machine or any console error."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD_HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in ("file", "data", "blob", "about"):
+        return True
+    return parsed.hostname in LOCAL_HOSTS
+
+
+class PageWatch:
+    """What a page did that it must not: requests to other hosts, console errors."""
+
+    def __init__(self):
+        self.external_requests: list[str] = []
+        self.console_errors: list[str] = []
+        self.page_errors: list[str] = []
+
+    def assert_clean(self):
+        assert not self.external_requests, f"requests left the machine: {self.external_requests}"
+        assert not self.page_errors, f"JavaScript errors: {self.page_errors}"
+        assert not self.console_errors, f"console errors: {self.console_errors}"
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`, "
+                    "or run `make test` as root, which installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        # launch() gives the browser a new, empty profile of its own
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium_browser):
+    """A fresh page; every non-local request is aborted and recorded (the test then fails)."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    watch = PageWatch()
+
+    def route(route_obj):
+        url = route_obj.request.url
+        if is_local(url):
+            route_obj.continue_()
+        else:
+            watch.external_requests.append(url)
+            route_obj.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda msg: msg.type == "error" and watch.console_errors.append(msg.text))
+    page.on("pageerror", lambda exc: watch.page_errors.append(str(exc)))
+    page.watch = watch
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    index = BUILD_HTML / "index.html"
+    if not index.exists():
+        pytest.fail("the book is not built: run `make book-strict` (or `make test`) first")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return BUILD_HTML
