@@ -1,0 +1,217 @@
+"""Run one scenario with torch.utils.data and with minidataloader, and compare everything
+observable: the returned value (exact types, dtypes, shapes, values), the exception type,
+the warning categories, and the state of every global RNG afterwards.
+
+A scenario is a function of one argument, the library (``torch.utils.data`` or
+``minidataloader``), that builds what it needs from that library and returns plain data.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import types
+import warnings
+from collections import namedtuple
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.utils.data as tud
+
+import minidataloader as mdl
+
+LIBS = (tud, mdl)
+Point = namedtuple("Point", "x y")
+
+
+@dataclass
+class Outcome:
+    value: object
+    error: BaseException | None
+    warnings: list
+    torch_rng: torch.Tensor
+    python_rng: tuple
+    numpy_rng: tuple
+
+
+def run(scenario, lib, seed: int = 0) -> Outcome:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    value = error = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = scenario(lib)
+        except Exception as exc:  # noqa: BLE001 - the exception is what we compare
+            error = exc
+    return Outcome(value, error, [w.category for w in caught], torch.get_rng_state(),
+                   random.getstate(), np.random.get_state())
+
+
+def same(scenario, seed: int = 0) -> Outcome:
+    """Assert that ``scenario`` behaves identically with both libraries; return torch's
+    outcome. Our exception may be a subclass of torch's, our warnings subclasses of its."""
+    ref, got = run(scenario, tud, seed), run(scenario, mdl, seed)
+    if ref.error is not None:
+        assert got.error is not None, (
+            f"torch raised {type(ref.error).__name__}({ref.error}); we returned {got.value!r}")
+        assert isinstance(got.error, type(ref.error)), (
+            f"torch raised {type(ref.error).__name__}({ref.error}); we raised "
+            f"{type(got.error).__name__}({got.error})")
+    else:
+        assert got.error is None, f"torch returned {ref.value!r}; we raised {got.error!r}"
+        assert_identical(ref.value, got.value)
+    assert len(ref.warnings) == len(got.warnings) and all(
+        issubclass(g, r) for r, g in zip(ref.warnings, got.warnings)), (
+        f"warnings: torch {ref.warnings}, ours {got.warnings}")
+    assert torch.equal(ref.torch_rng, got.torch_rng), "the global torch RNG state differs"
+    assert ref.python_rng == got.python_rng, "the `random` module's state differs"
+    assert _numpy_state_equal(ref.numpy_rng, got.numpy_rng), "numpy's global RNG differs"
+    return ref
+
+
+def same_error(scenario, seed: int = 0) -> type:
+    """Like ``same``, and torch must raise: returns torch's exception type."""
+    ref = same(scenario, seed)
+    assert ref.error is not None, f"torch did not raise; it returned {ref.value!r}"
+    return type(ref.error)
+
+
+def _numpy_state_equal(a, b) -> bool:
+    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+               for x, y in zip(a, b))
+
+
+def _mirrored(ta: type, tb: type) -> bool:
+    """torch's class and ours of the same name, or one a test builds once per library."""
+    if ta.__qualname__ != tb.__qualname__:
+        return False
+    return ta.__module__ == tb.__module__ or (
+        ta.__module__.startswith("torch.utils.data") and tb.__module__.startswith("minidataloader"))
+
+
+def assert_identical(a, b, path: str = "value") -> None:
+    ta, tb = type(a), type(b)
+    assert ta is tb or _mirrored(ta, tb), f"{path}: type {ta} vs {tb}"
+    if isinstance(a, torch.Tensor):
+        assert (a.is_nested, a.layout, a.device) == (b.is_nested, b.layout, b.device), path
+        if a.is_nested:
+            a, b = a.to_padded_tensor(0.0), b.to_padded_tensor(0.0)
+        elif a.layout != torch.strided:
+            a, b = a.to_dense(), b.to_dense()
+        assert (a.dtype, a.shape) == (b.dtype, b.shape), (
+            f"{path}: {a.dtype} {tuple(a.shape)} vs {b.dtype} {tuple(b.shape)}")
+        assert torch.equal(a, b) or (a.is_floating_point() and torch.allclose(
+            a, b, rtol=0, atol=0, equal_nan=True)), f"{path}: {a} vs {b}"
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype} vs {b.dtype}"
+        assert np.array_equal(a, b), f"{path}: {a} vs {b}"
+    elif isinstance(a, torch.Generator):
+        assert torch.equal(a.get_state(), b.get_state()), f"{path}: generator states differ"
+    elif isinstance(a, Mapping):
+        assert list(a) == list(b), f"{path}: keys {list(a)} vs {list(b)}"
+        for key in a:
+            assert_identical(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(a, Sequence) and not isinstance(a, (str, bytes, range)):
+        assert len(a) == len(b), f"{path}: length {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_identical(x, y, f"{path}[{i}]")
+    elif isinstance(a, types.FunctionType):  # torch's default_collate and ours, say
+        assert a is b or a.__qualname__ == b.__qualname__, f"{path}: {a} vs {b}"
+    elif ta is not tb:  # torch's object and ours: compare what they expose
+        for key in _public_state(a) | _public_state(b):
+            assert_identical(getattr(a, key, None), getattr(b, key, None), f"{path}.{key}")
+    else:
+        assert a == b or (a != a and b != b), f"{path}: {a!r} vs {b!r}"
+    if isinstance(a, (dict, list)) and ta not in (dict, list):  # a subclass: its extra state
+        assert_identical(getattr(a, "default_factory", None), getattr(b, "default_factory", None))
+        assert_identical(getattr(a, "__dict__", None), getattr(b, "__dict__", None),
+                         f"{path}.__dict__")
+
+
+def _public_state(obj) -> set:
+    return {key for key in getattr(obj, "__dict__", {}) if not key.startswith("_")}
+
+
+# ----------------------------------------------------------------------------------------
+# Datasets for scenarios. Each library gets its own classes (built on its own base
+# classes) with the same names, so results compare as mirrored types.
+
+SAMPLE_KINDS = ("int", "float", "tensor", "numpy", "nested", "random", "str", "bool")
+
+
+def make_sample(i: int, kind: str):
+    if kind == "int":
+        return i
+    if kind == "float":
+        return i / 3
+    if kind == "bool":
+        return i % 3 == 0
+    if kind == "str":
+        return f"s{i}"
+    if kind == "tensor":
+        return torch.arange(6, dtype=torch.float32).reshape(2, 3) * i
+    if kind == "numpy":
+        return np.arange(3, dtype=np.int16) * i
+    if kind == "random":  # an augmentation drawing from the global RNG, in the loop
+        return torch.rand(2) + i
+    if kind == "nested":
+        return {"x": torch.tensor([i, -i]), "p": Point(i, np.float32(i) / 2),
+                "l": [i % 2 == 0, f"n{i}", (np.int64(i), b"b")]}
+    raise ValueError(kind)
+
+
+@functools.cache
+def datasets(lib):
+    """Dataset classes built on ``lib``'s base classes."""
+
+    class Squares(lib.Dataset):
+        def __init__(self, n, kind="int"):
+            self.n, self.kind = n, kind
+
+        def __getitem__(self, i):
+            if not 0 <= i < self.n:
+                raise IndexError(i)
+            return make_sample(i * i, self.kind)
+
+        def __len__(self):
+            return self.n
+
+    class BatchedSquares(Squares):
+        """Fetches batches itself: its samples are marked, so we see who fetched them."""
+
+        def __getitems__(self, indices):
+            return [make_sample(i * i + 1000, self.kind) for i in indices]
+
+    class Stream(lib.IterableDataset):
+        def __init__(self, n, kind="int", reported_len=None):
+            self.n, self.kind, self.reported_len = n, kind, reported_len
+
+        def __iter__(self):
+            return (make_sample(i, self.kind) for i in range(self.n))
+
+        def __len__(self):
+            if self.reported_len is None:
+                raise TypeError("this stream has no len()")
+            return self.reported_len
+
+        def __repr__(self):
+            return f"Stream({self.n})"
+
+    return Squares, BatchedSquares, Stream
+
+
+def epochs(loader, count: int = 2, stop_after: int | None = None) -> list:
+    """Batches of ``count`` epochs, each cut after ``stop_after`` batches if given."""
+    result = []
+    for _ in range(count):
+        batches = []
+        for batch in loader:
+            batches.append(batch)
+            if stop_after is not None and len(batches) >= stop_after:
+                break
+        result.append(batches)
+    return result
