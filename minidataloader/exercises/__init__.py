@@ -1,0 +1,22 @@
+"""Checked exercises: ``from minidataloader.exercises import check``, then
+``check(your_function)`` after each exercise of a chapter or workbook.
+
+``check`` finds the exercise by your function's (or class's) name, runs your code on hidden
+cases in a separate process with a time limit, runs the reference solution on the same
+cases, and returns a :class:`Verdict`: ✔ passed, ✘ failed (the case, what was expected,
+what your code gave, a hint) or "not attempted yet" (your code still raises
+NotImplementedError).
+
+For book authors: each chapter declares its exercises in ``chNN.py`` and their model
+solutions in ``solutions/chNN.py``; README.md in this folder explains how to add one.
+"""
+
+from ._check import ExerciseError, check
+from ._compare import Raised, close, difference, short
+from ._framework import LOADER_PIECES, Case, Exercise, TooManyItems, call, exercises, register, take
+from ._verdict import Verdict
+
+__all__ = [
+    "check", "Verdict", "Exercise", "Case", "register", "exercises", "call", "take",
+    "difference", "close", "short", "Raised", "TooManyItems", "ExerciseError", "LOADER_PIECES",
+]

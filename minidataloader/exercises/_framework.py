@@ -1,0 +1,157 @@
+"""What an exercise is, and the registry ``check`` looks exercises up in.
+
+An exercise is declared once, in ``minidataloader/exercises/chNN.py``, with
+:class:`Exercise` and :func:`register`. See this package's README.md for a walk-through.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# The loader pieces of torch.utils.data (and their minidataloader twins). Calling one of
+# them from the reader's own code is delegation unless the exercise allows it; the base
+# classes readers build on are allowed unless an exercise says otherwise.
+LOADER_PIECES = (
+    "Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+    "StackDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
+    "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
+    "DataLoader", "default_collate", "default_convert", "get_worker_info",
+)
+BASE_CLASSES = ("Dataset", "IterableDataset", "Sampler")
+
+
+@dataclass
+class Case:
+    """One hidden test case: the inputs the implementation is run on.
+
+    ``inputs`` are handed to the exercise's ``run``; the default ``run`` calls
+    ``implementation(**inputs)``. ``description`` is what a failing verdict shows as "case"
+    (default: ``name=value, ...``). ``hint`` is shown when this case fails, instead of the
+    exercise's general hint.
+    """
+
+    inputs: dict[str, Any]
+    description: str | None = None
+    hint: str | None = None
+
+    def describe(self) -> str:
+        if self.description is not None:
+            return self.description
+        from ._compare import short
+
+        return ", ".join(f"{name}={short(value, 60)}" for name, value in self.inputs.items())
+
+
+def call(implementation, case: Case):
+    """The default ``run``: call the implementation with the case's inputs."""
+    return implementation(**case.inputs)
+
+
+class TooManyItems(Exception):
+    """Raised by :func:`take` when an iterator goes on past its limit."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"it went on past {limit:,} items")
+        self.limit = limit
+
+
+def take(iterable: Iterable, limit: int = 10_000) -> list:
+    """Consume an iterable into a list, stopping (with :class:`TooManyItems`) after ``limit``
+    items: an endless iterator becomes a verdict instead of a hang."""
+    items = []
+    for item in iterable:
+        if len(items) == limit:
+            raise TooManyItems(limit)
+        items.append(item)
+    return items
+
+
+@dataclass
+class Exercise:
+    """One checked exercise.
+
+    reference   the model solution, defined in ``exercises/solutions/chNN.py`` (the only
+                place solutions live: the book shows them and the workbook tests inject them).
+    cases       a factory returning the hidden :class:`Case` list; called on every check,
+                so each run gets fresh inputs.
+    run         ``run(implementation, case)`` -> plain comparable data (numbers, lists,
+                tuples, dicts, tensors, arrays). It runs for the reference and for the
+                reader's code alike. An exception escaping it counts as the outcome and is
+                compared by type, so "should raise ValueError" needs no special code.
+                Consume iterators with :func:`take`.
+    compare     ``compare(expected, got)`` -> None if right, else a sentence saying what
+                is wrong. Default: :func:`difference` (strict about types); :func:`close`
+                for floating-point results.
+    time_limit  seconds for all the cases together (the reader's code is stopped after it).
+    hint        shown with a failure (a case's own hint wins).
+    forbidden   extra dotted names that count as delegation, e.g. the package's finished
+                piece: ``"minidataloader.arithmetic.epoch_arithmetic"``.
+    allowed     names from LOADER_PIECES (or dotted names) the reader may use. By default
+                every piece except the base classes ``Dataset``, ``IterableDataset`` and
+                ``Sampler`` is forbidden, in torch and in minidataloader.
+    name        what ``check`` looks the exercise up by; default: the reference's name.
+    """
+
+    reference: Any
+    cases: Callable[[], list[Case]]
+    run: Callable[[Any, Case], Any] = call
+    compare: Callable[[Any, Any], str | None] | None = None
+    time_limit: float = 2.0
+    hint: str = ""
+    forbidden: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = BASE_CLASSES
+    name: str = ""
+    seed: int = 0
+    chapter: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        self.name = self.name or self.reference.__name__
+        unknown = [n for n in self.allowed if "." not in n and n not in LOADER_PIECES]
+        if unknown:
+            raise ValueError(f"exercise {self.name!r}: allowed names {unknown} are not loader "
+                             f"pieces; use dotted names for anything else")
+
+    def forbidden_names(self) -> list[str]:
+        """Every dotted name that counts as delegation for this exercise."""
+        allowed = {n if "." in n else f"{package}.{n}" for n in self.allowed
+                   for package in ("torch.utils.data", "minidataloader")}
+        names = [f"{package}.{piece}" for package in ("torch.utils.data", "minidataloader")
+                 for piece in LOADER_PIECES]
+        return [n for n in names + list(self.forbidden) if n not in allowed]
+
+
+_REGISTRY: dict[str, Exercise] = {}
+_CHAPTER_MODULE = re.compile(r"ch\d\d$")
+_loaded = False
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add an exercise to the book's registry. Names are unique across the whole book."""
+    module = exercise.reference.__module__
+    exercise.chapter = exercise.chapter or module.rsplit(".", 1)[-1]
+    existing = _REGISTRY.get(exercise.name)
+    if existing is not None and existing.chapter != exercise.chapter:
+        raise ValueError(f"two exercises are called {exercise.name!r} ({existing.chapter} and "
+                         f"{exercise.chapter}): exercise names must be unique across the book")
+    _REGISTRY[exercise.name] = exercise  # re-registering from the same chapter replaces it
+    return exercise
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every registered exercise, by name (imports every ``chNN`` module the first time)."""
+    global _loaded
+    if not _loaded:
+        for module in pkgutil.iter_modules(_package_path()):
+            if _CHAPTER_MODULE.match(module.name):
+                importlib.import_module(f"{__package__}.{module.name}")
+        _loaded = True
+    return dict(_REGISTRY)
+
+
+def _package_path() -> list[str]:
+    return list(importlib.import_module(__package__).__path__)

@@ -1,0 +1,481 @@
+"""Running code that may misbehave: in a forked child process with a time limit, its output
+captured, its random number generators seeded, torch's loader pieces replaced by tripwires.
+
+NOTE [ Why a forked child ]
+The reader's function usually lives in a notebook. A forked child inherits it as it is, so
+nothing of the reader's has to be pickled, and whatever it does there (loop forever, call
+os._exit, crash, print a million lines, reseed the global RNGs, mutate its inputs) happens
+to a copy of the kernel that is thrown away:
+
+    parent (the kernel)                     child (os.fork)
+    -------------------                     ---------------
+    pipe, temp file for output  --fork-->   own process group; fds 1, 2 -> temp file;
+                                            sys.stdout/err -> capped writers;
+                                            tripwires in place of forbidden pieces
+    select() on the pipe         <--pickle--  ("start", i), ("case", i, outcome), ...
+      until "done", EOF, the                ("done", characters printed)
+      child's exit, or the deadline         os._exit(0): no atexit, no kernel clean-up
+    killpg(SIGKILL): the child and anything it started
+    waitpid: how it ended
+
+Only plain data crosses the pipe: outcomes are dicts of strings made in the child, so the
+parent never unpickles (and so never runs) an object of the reader's.
+
+Jupyter's sys.stdout sends to the kernel's I/O thread, which a forked child does not have:
+prints there would vanish (or block), hence the writers of our own. Windows has no fork;
+there the code runs in this process, without a time limit (see ``run_inline``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import random
+import select
+import signal
+import site
+import struct
+import sys
+import sysconfig
+import tempfile
+import time
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+CAN_FORK = hasattr(os, "fork")
+in_child = False  # True in a child started by run_forked
+OUTPUT_KEPT = 20_000  # characters of printed output a check allows (and shows in part)
+_HEADER = struct.Struct(">Q")
+
+
+@dataclass
+class ChildReport:
+    """What came back from running a body, however it ended."""
+
+    messages: list = field(default_factory=list)
+    finished: bool = False  # the body ran to its end and said "done"
+    timed_out: bool = False
+    exit_code: int | None = None  # set if the process exited before finishing
+    signal: int | None = None  # set if a signal ended it before finishing
+    output: str = ""  # the first OUTPUT_KEPT characters printed
+    printed: int = 0  # characters printed in all
+    elapsed: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------
+# Output capture
+
+
+class _Budget:
+    def __init__(self):
+        self.kept = 0
+        self.total = 0
+
+
+class OutputFlood(BaseException):
+    """Raised by a print past OUTPUT_KEPT characters: a flood of output stops the code that
+    prints it at once, instead of running on until the time limit."""
+
+
+class _CappedWriter(io.TextIOBase):
+    """A text stream that keeps the first OUTPUT_KEPT characters (shared by stdout and
+    stderr through ``budget``) and stops the code that tries to print more."""
+
+    def __init__(self, sink: Callable[[str], None], budget: _Budget, fd: int | None = None):
+        self._sink, self._budget, self._fd = sink, budget, fd
+
+    def write(self, text):
+        text = str(text)
+        budget = self._budget
+        budget.total += len(text)
+        room = OUTPUT_KEPT - budget.kept
+        if room > 0:
+            piece = text[:room]
+            budget.kept += len(piece)
+            self._sink(piece)
+        if budget.total > OUTPUT_KEPT:
+            raise OutputFlood(f"more than {OUTPUT_KEPT:,} characters printed")
+        return len(text)
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    def fileno(self):
+        if self._fd is None:
+            raise io.UnsupportedOperation("fileno")
+        return self._fd
+
+
+def _write_fd(fd: int):
+    def sink(text: str):
+        data = text.encode("utf-8", "replace")
+        while data:
+            data = data[os.write(fd, data):]
+    return sink
+
+
+# ---------------------------------------------------------------------------------------
+# Random number generators
+
+
+def seed_everything(seed: int) -> None:
+    """The same global RNG state for the reader's code and the reference, case by case."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _rng_states():
+    return random.getstate(), np.random.get_state(), torch.get_rng_state()
+
+
+def _restore_rng_states(states) -> None:
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
+
+
+class untouched_rng:
+    """Context manager: global RNG states are put back as they were on exit."""
+
+    def __enter__(self):
+        self._states = _rng_states()
+
+    def __exit__(self, *exc):
+        _restore_rng_states(self._states)
+
+
+# ---------------------------------------------------------------------------------------
+# Whose code is this? (library code may use the loader pieces; the reader's may not)
+
+
+def _library_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    paths = sysconfig.get_paths()
+    stdlib = tuple({os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib")})
+    others = {os.path.realpath(paths[k]) + os.sep for k in ("purelib", "platlib")}
+    others.update(os.path.realpath(p) + os.sep for p in site.getsitepackages())
+    others.add(os.path.dirname(os.path.realpath(torch.__file__)) + os.sep)
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    others.add(package + os.sep)  # minidataloader itself (an editable install lives in the repo)
+    return stdlib, tuple(others)
+
+
+_STDLIB, _LIBRARIES = _library_roots()
+_real_paths: dict[str, str] = {}
+
+
+def _real(filename: str) -> str:
+    path = _real_paths.get(filename)
+    if path is None:
+        path = _real_paths[filename] = os.path.realpath(filename)
+    return path
+
+
+def _is_stdlib(filename: str) -> bool:
+    return filename.startswith("<frozen") or _real(filename).startswith(_STDLIB)
+
+
+def is_readers_code(filename: str) -> bool:
+    """True for code that is neither the standard library, an installed package, torch, nor
+    minidataloader: a notebook cell, a script, a test file."""
+    if filename.startswith("<frozen"):
+        return False
+    path = _real(filename)
+    return not path.startswith(_STDLIB) and not path.startswith(_LIBRARIES)
+
+
+def called_by_reader(frame) -> bool:
+    """Whether the closest caller outside the standard library is the reader's code."""
+    while frame is not None and _is_stdlib(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and is_readers_code(frame.f_code.co_filename)
+
+
+# ---------------------------------------------------------------------------------------
+# Tripwires
+
+
+class DelegationStop(BaseException):
+    """Raised by a tripwire. A BaseException, so ``except Exception`` in the reader's code
+    does not swallow it (and the tripwire records that it fired anyway)."""
+
+
+class _Tripwire:
+    """Stands in for a forbidden loader piece: called from the reader's code it records the
+    call and stops it; called from anywhere else (torch itself, the checker) it is the real
+    thing, so the checker can still use the piece to exercise the reader's code."""
+
+    def __init__(self, original, dotted: str, fired: list[str]):
+        self._original, self._dotted, self._fired = original, dotted, fired
+
+    def __call__(self, *args, **kwargs):
+        if called_by_reader(sys._getframe(1)):
+            self._fired.append(self._dotted)
+            raise DelegationStop(self._dotted)
+        return self._original(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._original, name)
+
+    def __getitem__(self, item):  # Dataset[int] and other generic aliases
+        return self._original[item]
+
+    def __instancecheck__(self, instance):
+        return isinstance(instance, self._original)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self._original)
+
+    def __repr__(self):
+        return repr(self._original)
+
+
+def resolve(dotted: str):
+    """The object a dotted name refers to, or None if there is none (yet)."""
+    module_name, _, attribute = dotted.rpartition(".")
+    while module_name:
+        module = sys.modules.get(module_name)
+        if module is None:
+            try:
+                module = __import__(module_name, fromlist=["_"])
+            except ImportError:
+                module_name, _, rest = module_name.rpartition(".")
+                attribute = f"{rest}.{attribute}"
+                continue
+        value = module
+        for part in attribute.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return None
+        return value
+    return None
+
+
+def _namespaces_of(implementation) -> list:
+    """Where the reader's code may hold its own references: its functions' globals,
+    closures and default values (and those of a class's methods)."""
+    functions = []
+    if isinstance(implementation, type):
+        for cls in implementation.__mro__:
+            if cls.__module__ == "builtins" or not is_readers_code(getattr(
+                    sys.modules.get(cls.__module__), "__file__", None) or "<reader>"):
+                continue
+            for value in vars(cls).values():
+                value = getattr(value, "__func__", value)  # staticmethod, classmethod
+                if isinstance(value, property):
+                    functions += [f for f in (value.fget, value.fset, value.fdel) if f]
+                elif isinstance(value, types.FunctionType):
+                    functions.append(value)
+    elif isinstance(implementation, types.FunctionType):
+        functions.append(implementation)
+    return functions
+
+
+def install_tripwires(dotted_names: list[str], implementation) -> tuple[dict, list[str], Callable]:
+    """Replace every reference to the forbidden pieces: in every loaded module and in the
+    implementation's own globals, closures and defaults.
+
+    Returns ``(originals, fired, undo)``: id -> (piece, dotted name) of what was replaced,
+    the list tripwires append to when they fire, and a function that puts everything back.
+    """
+    originals: dict[int, tuple[object, str]] = {}
+    for dotted in dotted_names:
+        piece = resolve(dotted)
+        if piece is not None:
+            originals.setdefault(id(piece), (piece, dotted))
+    fired: list[str] = []
+    wires = {key: _Tripwire(piece, dotted, fired) for key, (piece, dotted) in originals.items()}
+    undo: list[Callable[[], None]] = []
+
+    def patch_dict(namespace: dict):
+        for key, value in list(namespace.items()):
+            wire = wires.get(id(value))
+            if wire is not None and wire._original is value:
+                namespace[key] = wire
+                undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
+
+    for module in list(sys.modules.values()):
+        if isinstance(module, types.ModuleType):
+            patch_dict(module.__dict__)
+    for function in _namespaces_of(implementation):
+        patch_dict(function.__globals__)
+        for cell in function.__closure__ or ():
+            try:
+                wire = wires.get(id(cell.cell_contents))
+            except ValueError:  # an empty cell
+                continue
+            if wire is not None:
+                value, cell.cell_contents = cell.cell_contents, wire
+                undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
+        if function.__defaults__ and any(id(d) in wires for d in function.__defaults__):
+            defaults = function.__defaults__
+            function.__defaults__ = tuple(wires.get(id(d), d) for d in defaults)
+            undo.append(lambda f=function, d=defaults: setattr(f, "__defaults__", d))
+        if function.__kwdefaults__:
+            patch_dict(function.__kwdefaults__)
+
+    def restore():
+        for step in reversed(undo):
+            step()
+
+    return originals, fired, restore
+
+
+# ---------------------------------------------------------------------------------------
+# Running a body in a child process (or inline)
+
+
+def _send_frames(fd: int):
+    def send(message) -> None:
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        data = _HEADER.pack(len(payload)) + payload
+        while data:
+            data = data[os.write(fd, data):]
+    return send
+
+
+def _child(body: Callable, write_fd: int, output_fd: int) -> None:
+    """Runs in the forked child; never returns."""
+    global in_child
+    in_child = True
+    try:
+        os.setpgid(0, 0)  # a group of its own: killpg then also ends whatever it started
+        signal.set_wakeup_fd(-1)  # the parent's event loop must not hear the child's signals
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        budget = _Budget()
+        sys.stdout = _CappedWriter(_write_fd(1), budget, fd=1)
+        sys.stderr = _CappedWriter(_write_fd(2), budget, fd=2)
+        sys.stdin = io.StringIO("")  # input() gets EOF instead of waiting for a frontend
+        send = _send_frames(write_fd)
+        body(send, lambda: budget.total)
+        send(("done", budget.total))
+    except BaseException:  # noqa: BLE001 - the body reports its own errors; this is a last resort
+        try:
+            os.write(2, b"checker: internal error in the child process\n")
+        except OSError:
+            pass
+        os._exit(70)
+    os._exit(0)
+
+
+def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) -> ChildReport:
+    """Run ``body(send, printed)`` in a forked child; collect what it sends until it says
+    "done", ends, or runs out of time. ``printed()`` is the number of characters printed so
+    far. The child and everything it started are gone on return."""
+    report = ChildReport()
+    output = tempfile.TemporaryFile()
+    read_fd, write_fd = os.pipe()
+    start = time.monotonic()
+    with warnings.catch_warnings():  # Python 3.12+ warns about fork with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(body, write_fd, output.fileno())
+    os.close(write_fd)
+    status = None
+    try:
+        buffer = bytearray()
+        deadline = start + time_limit
+        while not report.finished:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                report.timed_out = True
+                break
+            if select.select([read_fd], [], [], min(remaining, 0.05))[0]:
+                chunk = os.read(read_fd, 1 << 16)
+                if not chunk:
+                    break  # EOF: the child (and anything it started) is gone
+                buffer += chunk
+                _parse_frames(buffer, report)
+            else:
+                done, status_now = os.waitpid(pid, os.WNOHANG)
+                if done:  # ended, though something it started may still hold the pipe
+                    status = status_now
+                    break
+    finally:
+        if status is None and report.finished:
+            status = _wait_briefly(pid)
+        _kill_group(pid)  # the child if it still runs, and anything it started
+        if status is None:
+            status = os.waitpid(pid, 0)[1]
+        os.close(read_fd)
+        report.elapsed = time.monotonic() - start
+    if not report.finished and not report.timed_out:
+        if os.WIFSIGNALED(status):
+            report.signal = os.WTERMSIG(status)
+        else:
+            report.exit_code = os.waitstatus_to_exitcode(status)
+    size = os.fstat(output.fileno()).st_size
+    report.output = os.pread(output.fileno(), OUTPUT_KEPT * 4, 0).decode("utf-8", "replace")[:OUTPUT_KEPT]
+    report.printed = max(report.printed, size)  # the file also holds what bypassed sys.stdout
+    output.close()
+    return report
+
+
+def _parse_frames(buffer: bytearray, report: ChildReport) -> None:
+    while len(buffer) >= _HEADER.size:
+        (length,) = _HEADER.unpack_from(buffer)
+        if len(buffer) < _HEADER.size + length:
+            return
+        message = pickle.loads(bytes(buffer[_HEADER.size:_HEADER.size + length]))
+        del buffer[:_HEADER.size + length]
+        if message[0] == "done":
+            report.finished, report.printed = True, message[1]
+        else:
+            report.messages.append(message)
+
+
+def _wait_briefly(pid: int, seconds: float = 1.0):
+    """The child said "done" and is exiting: let it, so it is not killed mid-exit."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.002)
+    return None
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_inline(body: Callable[[Callable, Callable], None]) -> ChildReport:
+    """Run ``body(send, printed)`` in this process (no fork: Windows). No time limit, and a crash
+    takes the kernel with it; output is still captured and RNG states put back."""
+    report = ChildReport()
+    kept: list[str] = []
+    budget = _Budget()
+    saved = sys.stdout, sys.stderr, sys.stdin
+    start = time.monotonic()
+    with untouched_rng():
+        sys.stdout = _CappedWriter(kept.append, budget)
+        sys.stderr = _CappedWriter(kept.append, budget)
+        sys.stdin = io.StringIO("")
+        try:
+            body(report.messages.append, lambda: budget.total)
+            report.finished = True
+        finally:
+            sys.stdout, sys.stderr, sys.stdin = saved
+    report.output, report.printed = "".join(kept), budget.total
+    report.elapsed = time.monotonic() - start
+    return report

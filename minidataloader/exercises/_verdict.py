@@ -1,0 +1,91 @@
+"""The verdict ``check`` returns: plain text for a terminal, a small coloured box in Jupyter."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+_MARK = {PASSED: "✔ passed", FAILED: "✘ failed", NOT_ATTEMPTED: "not attempted yet"}
+_COLOURS = {  # border, background, heading text
+    PASSED: ("#2e7d32", "#edf7ee", "#1b5e20"),
+    FAILED: ("#c62828", "#fdeeee", "#b71c1c"),
+    NOT_ATTEMPTED: ("#757575", "#f4f4f4", "#424242"),
+}
+OUTPUT_SHOWN_LINES = 12
+OUTPUT_SHOWN_CHARS = 1_200
+
+
+@dataclass
+class Verdict:
+    """The result of ``check(...)``.
+
+    ``status`` is "passed", "failed" or "not attempted"; ``passed`` is a bool. On failure
+    ``case``, ``expected`` and ``got`` say what went wrong where (any may be empty),
+    ``problem`` says it in a sentence and ``hint`` suggests what to look at. ``output`` is
+    what the code printed (truncated), ``note`` anything else worth knowing.
+    """
+
+    exercise: str
+    status: str
+    summary: str
+    case: str = ""
+    expected: str = ""
+    got: str = ""
+    problem: str = ""
+    hint: str = ""
+    output: str = ""
+    printed: int = 0
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = [("case", self.case), ("expected", self.expected), ("got", self.got),
+                ("problem", self.problem), ("hint", self.hint), ("note", self.note)]
+        return [(label, text) for label, text in rows if text]
+
+    def _output_excerpt(self) -> str:
+        if not self.output:
+            return ""
+        lines = self.output[:OUTPUT_SHOWN_CHARS].splitlines()[:OUTPUT_SHOWN_LINES]
+        excerpt = "\n".join(lines)
+        if self.printed > len(excerpt):
+            excerpt += f"\n… ({self.printed - len(excerpt):,} more characters not shown)"
+        return excerpt
+
+    def __str__(self) -> str:
+        text = [f"{_MARK[self.status]}: {self.summary}"]
+        text += [f"  {label + ':':<9} {value}" for label, value in self._rows()]
+        excerpt = self._output_excerpt()
+        if excerpt:
+            text.append("  your code printed:")
+            text += [f"    {line}" for line in excerpt.splitlines()]
+        return "\n".join(text)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        border, background, heading = _COLOURS[self.status]
+        e = html.escape
+        rows = "".join(
+            f'<tr><td style="padding:1px 10px 1px 0;vertical-align:top;color:#555">{e(label)}</td>'
+            f'<td style="padding:1px 0;white-space:pre-wrap;font-family:monospace">{e(value)}</td></tr>'
+            for label, value in self._rows())
+        excerpt = self._output_excerpt()
+        printed = (f'<div style="color:#555;margin-top:4px">your code printed:</div>'
+                   f'<pre style="margin:2px 0 0;padding:4px;background:#fff;max-height:12em;'
+                   f'overflow:auto">{e(excerpt)}</pre>') if excerpt else ""
+        return (
+            f'<div class="mdl-verdict mdl-{self.status.replace(" ", "-")}" style="border-left:5px '
+            f'solid {border};background:{background};padding:6px 10px;margin:4px 0;'
+            f'font-size:0.92em;line-height:1.4">'
+            f'<div style="color:{heading};font-weight:bold">{e(_MARK[self.status])}: '
+            f'<span style="font-weight:normal">{e(self.summary)}</span></div>'
+            f'{_table(rows)}{printed}</div>')
+
+
+def _table(rows: str) -> str:
+    return f'<table style="margin-top:4px;border:none">{rows}</table>' if rows else ""

@@ -1,0 +1,130 @@
+"""Chapter 1 (epochs, batches and iterations): the exercises and their hidden cases."""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader
+
+from ._framework import Case, Exercise, register, take
+from .solutions import ch01 as solutions
+
+FINISHED_PIECE = ("minidataloader.arithmetic.epoch_arithmetic",)
+
+# (dataset_size, batch_size, drop_last): the chapter's example, sizes that divide and sizes
+# that do not, a dataset smaller than one batch, an empty one, batch size 1.
+SIZES = [
+    (12800, 128, False), (1000, 64, False), (1000, 64, True), (768, 32, False),
+    (614, 32, True), (7, 3, False), (7, 3, True), (999, 1000, False), (999, 1000, True),
+    (1000, 1000, True), (0, 32, False), (5, 1, False),
+]
+
+
+def _size_hint(dataset_size: int, batch_size: int, drop_last: bool) -> str:
+    if dataset_size == 0:
+        return "an empty dataset gives no batches at all"
+    if dataset_size % batch_size == 0:
+        return "here the batch size divides the dataset size: every batch is full"
+    if drop_last:
+        return ("drop_last=True: the incomplete batch at the end is thrown away, "
+                "so only full batches count")
+    return ("drop_last=False: the samples left over at the end still form one last, "
+            "smaller batch, and it counts as an iteration")
+
+
+def _size_cases() -> list[Case]:
+    return [Case({"dataset_size": n, "batch_size": b, "drop_last": d}, hint=_size_hint(n, b, d))
+            for n, b, d in SIZES]
+
+
+register(Exercise(
+    reference=solutions.iterations_per_epoch,
+    cases=_size_cases,
+    hint="full batches are dataset_size // batch_size; the remainder is dataset_size % batch_size",
+    forbidden=FINISHED_PIECE,
+))
+
+register(Exercise(
+    reference=solutions.last_batch_size,
+    cases=_size_cases,
+    hint="the remainder dataset_size % batch_size is the size of the incomplete batch",
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _steps_cases() -> list[Case]:
+    cases = [
+        (10_000, 12800, 128, False, "100 iterations an epoch: 10,000 steps are 100 epochs"),
+        (1000, 1000, 64, False, "16 iterations an epoch: 62 epochs fall short of 1,000 steps"),
+        (1000, 1000, 64, True, "drop_last=True: 15 iterations an epoch"),
+        (100, 12800, 128, False, "exactly one epoch"),
+        (101, 12800, 128, False, "one step more than an epoch needs a second epoch"),
+        (0, 100, 10, False, "no steps need no epochs"),
+        (50, 999, 1000, False, "one iteration an epoch (a single, incomplete batch)"),
+    ]
+    result = [Case({"steps": s, "dataset_size": n, "batch_size": b, "drop_last": d}, hint=h)
+              for s, n, b, d, h in cases]
+    result.append(Case(
+        {"steps": 5, "dataset_size": 10, "batch_size": 32, "drop_last": True},
+        hint=("with drop_last=True, 10 samples in batches of 32 make no iteration at all: "
+              "no number of epochs reaches 5 steps, so raise ValueError")))
+    return result
+
+
+register(Exercise(
+    reference=solutions.epochs_for_steps,
+    cases=_steps_cases,
+    hint=("round up: a partly used epoch is still an epoch you must start. With integers, "
+          "ceil(a / b) is -(-a // b)"),
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _batches(implementation, case: Case) -> list:
+    # At most one more batch than samples: an endless generator is stopped there.
+    return take(implementation(**case.inputs), limit=case.inputs["dataset_size"] + 1)
+
+
+register(Exercise(
+    reference=solutions.batch_indices,
+    cases=lambda: [
+        Case({"dataset_size": n, "batch_size": b, "drop_last": d},
+             hint=_size_hint(n, b, d) + "; yield each batch as a list of indices")
+        for n, b, d in [(10, 3, False), (10, 3, True), (6, 3, False), (2, 5, False),
+                        (2, 5, True), (0, 4, False), (1, 1, False), (100, 32, True)]],
+    run=_batches,
+    hint="collect indices into a list; yield it when it holds batch_size of them",
+))
+
+
+def _tables() -> list[Case]:
+    generator = torch.Generator().manual_seed(1)
+    cases = []
+    for rows, columns in [(5, 3), (8, 9), (1, 2), (4, 2)]:
+        table = torch.randn(rows, columns, generator=generator)
+        table[:, -1] = torch.randint(0, 2, (rows,), generator=generator).float()
+        cases.append(Case(
+            {"table": table},
+            description=(f"table = a {rows}×{columns} float32 tensor: {columns - 1} feature "
+                         f"column{'s' * (columns > 2)}, then the label column")))
+    return cases
+
+
+def _use_dataset(implementation, case: Case) -> dict:
+    """What a training loop sees of the dataset: its length, samples, and a batch."""
+    dataset = implementation(case.inputs["table"])
+    size = len(dataset)
+    seen = {"len(dataset)": size}
+    for index in sorted({0, size // 2, size - 1}):
+        seen[f"dataset[{index}]"] = dataset[index]
+    seen["the first batch of DataLoader(dataset, batch_size=4)"] = next(
+        iter(DataLoader(dataset, batch_size=4)))
+    return seen
+
+
+register(Exercise(
+    reference=solutions.TabularDataset,
+    cases=_tables,
+    run=_use_dataset,
+    hint=("features: every column but the last, table[:, :-1]; label: the last column kept "
+          "as a column, table[:, -1:], so each label has shape (1,). Return (features, label)"),
+))
