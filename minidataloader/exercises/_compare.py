@@ -9,6 +9,7 @@ message says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import reprlib
 from dataclasses import dataclass
@@ -130,6 +131,11 @@ def difference(expected, got, where: str = "", tolerance: tuple[float, float] | 
         if (math.isnan(expected) and math.isnan(got)) or (
                 tolerance and math.isclose(got, expected, rel_tol=tolerance[0], abs_tol=tolerance[1])):
             return None
+    if dataclasses.is_dataclass(expected) and not isinstance(expected, type):
+        # field by field: a dataclass's == compares tuples, ambiguous for tensor fields
+        return difference({f.name: getattr(expected, f.name) for f in dataclasses.fields(expected)},
+                          {f.name: getattr(got, f.name) for f in dataclasses.fields(got)},
+                          where or "fields", tolerance)
     if hasattr(expected, "__dict__") and not isinstance(expected, type) and type(expected).__eq__ is object.__eq__:
         # plain objects (a dataset, a sampler) compare by their attributes
         return difference(vars(expected), vars(got), f"{where}.__dict__" if where else "attributes",

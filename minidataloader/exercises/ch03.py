@@ -1,0 +1,263 @@
+"""Chapter 3 (samplers): the exercises and their hidden cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils.data import RandomSampler
+
+from ..demo import data_path
+from ._compare import close
+from ._framework import Case, Exercise, register, take
+from .solutions import ch03 as solutions
+
+
+def _generator(seed):
+    return None if seed is None else torch.Generator().manual_seed(seed)
+
+
+def _global_rng_afterwards() -> dict:
+    """The next global random numbers: they show whether (and how often) a sampler drew from
+    the global RNG. (A sampler's own generator shows in the epochs it gives.)"""
+    return {"the global RNG afterwards: torch.randint(1000, (3,))":
+            torch.randint(1000, (3,)).tolist()}
+
+
+# ---------------------------------------------------------------------------------------
+# RandomSampler, stream for stream
+
+
+def _random_cases() -> list[Case]:
+    def case(n, replacement, num_samples, seed, hint):
+        inputs = {"data_source": list(range(n)), "replacement": replacement,
+                  "num_samples": num_samples, "seed": seed}
+        where = f"a generator seeded with {seed}" if seed is not None else "no generator"
+        return Case(inputs, hint=hint, description=(
+            f"data_source = list(range({n})), replacement={replacement}, "
+            f"num_samples={num_samples}, {where}; three epochs"))
+
+    return [
+        case(10, False, None, 0,
+             "each epoch is one torch.randperm(n, generator=generator); after it, torch draws "
+             "one more permutation for the (empty) head, so epoch 2 is the THIRD permutation "
+             "the generator gives"),
+        case(10, False, None, None,
+             "without a generator, each epoch draws ONE seed from the global RNG with "
+             "int(torch.empty((), dtype=torch.int64).random_().item()), seeds a new "
+             "torch.Generator with it, and draws the permutations from that"),
+        case(7, False, 17, 1, "num_samples=17 of 7 samples: two whole permutations, then the "
+                              "first 3 indices of a third"),
+        case(7, False, 3, 2, "num_samples=3 of 7 samples: the first 3 indices of one "
+                             "permutation"),
+        case(5, True, None, 3, "replacement=True: independent draws with torch.randint(n, "
+                               "(k,), generator=generator), 32 at a time, then the rest"),
+        case(5, True, 70, 4, "replacement=True, num_samples=70: chunks of 32, 32, then 6"),
+        case(1, False, None, 5, "a single sample: every epoch is [0]"),
+        case(0, False, None, 6, "an empty dataset has nothing to sample: raise ValueError in "
+                                "__init__"),
+    ]
+
+
+def _use_random_sampler(implementation, case: Case) -> dict:
+    inputs = case.inputs
+    generator = _generator(inputs["seed"])
+    sampler = implementation(inputs["data_source"], replacement=inputs["replacement"],
+                             num_samples=inputs["num_samples"], generator=generator)
+    limit = 2 * max(len(inputs["data_source"]), inputs["num_samples"] or 0) + 10
+    seen = {"len(sampler)": len(sampler)}
+    for epoch in (1, 2, 3):
+        seen[f"epoch {epoch}"] = take(sampler, limit)
+    return seen | _global_rng_afterwards()
+
+
+register(Exercise(
+    reference=solutions.MyRandomSampler,
+    cases=_random_cases,
+    run=_use_random_sampler,
+    hint=("without replacement: num_samples // n whole torch.randperm(n, generator=...) "
+          "permutations, then the first num_samples % n of one more; with replacement: "
+          "torch.randint in chunks of 32"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# BatchSampler
+
+
+def _batch_cases() -> list[Case]:
+    def case(sampler, batch_size, drop_last, hint, description=None):
+        return Case({"sampler": sampler, "batch_size": batch_size, "drop_last": drop_last},
+                    hint=hint, description=description)
+
+    return [
+        case(range(10), 3, False, "10 indices in batches of 3: three full batches and a last "
+                                  "one of 1"),
+        case(range(10), 3, True, "drop_last=True: the incomplete last batch is not yielded, "
+                                 "and len() does not count it"),
+        case([5, 3, 8, 1, 0, 9, 2], 2, False, "keep the sampler's order: batches are "
+                                              "consecutive runs of the indices it yields"),
+        case("shuffled", 4, False, "iterate over the sampler again in every __iter__: a random "
+                                   "sampler gives a new order every epoch",
+             description="sampler = RandomSampler(range(10)) with its own generator, "
+                         "batch_size=4, drop_last=False; two epochs"),
+        case(range(6), 3, True, "6 indices in batches of 3: two full batches, nothing dropped"),
+        case(range(2), 5, True, "fewer indices than one batch with drop_last=True: no batch "
+                                "at all, and len() is 0"),
+        case(range(0), 2, False, "an empty sampler gives no batches"),
+        case(range(5), 0, False, "a batch size of 0 can never fill a batch: raise ValueError "
+                                 "in __init__"),
+    ]
+
+
+def _use_batch_sampler(implementation, case: Case) -> dict:
+    sampler = case.inputs["sampler"]
+    if sampler == "shuffled":
+        sampler = RandomSampler(range(10), generator=torch.Generator().manual_seed(7))
+    batches = implementation(sampler, batch_size=case.inputs["batch_size"],
+                             drop_last=case.inputs["drop_last"])
+    limit = len(sampler) + 1
+    return {"len(batch_sampler)": len(batches), "epoch 1": take(batches, limit),
+            "epoch 2": take(batches, limit)}
+
+
+register(Exercise(
+    reference=solutions.MyBatchSampler,
+    cases=_batch_cases,
+    run=_use_batch_sampler,
+    hint=("collect the sampler's indices into a list and yield it when it holds batch_size of "
+          "them; __len__ rounds up, or down with drop_last"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Weights for balanced sampling
+
+
+def _weight_cases() -> list[Case]:
+    table = np.loadtxt(data_path("diabetes.csv.gz"), delimiter=",", skiprows=1)
+    diabetes = torch.from_numpy(table[:, -1].astype(np.int64))
+    return [
+        Case({"labels": diabetes}, description="labels = the 768 Outcome labels of the "
+                                               "diabetes table (500 zeros, 268 ones)",
+             hint="a sample of class c weighs 1 / (number of samples of class c), as a "
+                  "float64 tensor (.double())"),
+        Case({"labels": torch.tensor([0, 0, 0, 1])},
+             hint="three samples of class 0 weigh 1/3 each, the one of class 1 weighs 1"),
+        Case({"labels": torch.tensor([2, 0, 1, 1, 2, 2])},
+             hint="three classes: every class's weights add up to 1"),
+        Case({"labels": torch.tensor([1, 1, 1])}, hint="a single class: 1/3 each"),
+        Case({"labels": torch.tensor([0, 3, 3])},
+             hint="labels need not be 0, 1, 2, …: classes 1 and 2 have no samples here"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.balanced_weights,
+    cases=_weight_cases,
+    run=lambda implementation, case: implementation(case.inputs["labels"]),
+    compare=close(rtol=1e-9, atol=0.0),
+    hint=("torch.bincount(labels) counts the samples of each class; index it with labels to "
+          "get each sample's class count, and return 1 / count as a float64 tensor "
+          "(.double())"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# A bucketing batch sampler, checked by its properties
+
+
+def padding(batches: list, lengths) -> int:
+    """Positions a padding collate adds: every sample is padded to its batch's longest."""
+    return sum(max(lengths[i] for i in batch) * len(batch) - sum(lengths[i] for i in batch)
+               for batch in batches if batch)
+
+
+def _bucket_cases() -> list[Case]:
+    rng = np.random.default_rng(5)
+    spread = [int(x) for x in rng.lognormal(3.5, 0.7, 1000).round() + 1]
+    return [
+        Case({"lengths": spread, "batch_size": 32, "seed": 0},
+             description="1,000 lengths from 2 to a few hundred, batch_size=32",
+             hint="sort the indices by length (after shuffling them), cut the sorted list into "
+                  "batches, then shuffle the order of the batches"),
+        Case({"lengths": [int(x) for x in rng.integers(1, 60, 10)], "batch_size": 3,
+              "seed": 1},
+             hint="10 samples in batches of 3: three full batches and one of 1, in some order"),
+        Case({"lengths": [int(x) for x in rng.integers(1, 100, 64)], "batch_size": 16,
+              "seed": 2}, hint="64 samples in batches of 16: four full batches"),
+        Case({"lengths": [5] * 20, "batch_size": 6, "seed": 3},
+             hint="all lengths equal: no padding at all, whatever the batches"),
+        Case({"lengths": [7], "batch_size": 4, "seed": 4}, hint="a single sample: one batch"),
+    ]
+
+
+def _use_bucket_sampler(implementation, case: Case) -> dict:
+    lengths, batch_size, seed = (case.inputs[key] for key in ("lengths", "batch_size", "seed"))
+    n, copy = len(lengths), list(lengths)
+    sampler = implementation(lengths, batch_size, generator=torch.Generator().manual_seed(seed))
+    twin = implementation(copy, batch_size, generator=torch.Generator().manual_seed(seed))
+    first, second = take(sampler, n + 1), take(sampler, n + 1)
+    shuffled = torch.randperm(n, generator=torch.Generator().manual_seed(99)).tolist()
+    random_batches = [shuffled[i:i + batch_size] for i in range(0, n, batch_size)]
+    wasted, random_wasted = padding(first, lengths), padding(random_batches, lengths)
+    return {
+        "len(sampler)": len(sampler),
+        "number of batches in an epoch": len(first),
+        "every batch is a list of indices": all(type(b) is list for b in first + second),
+        "every index exactly once, in each epoch":
+            [sorted(i for batch in epoch for i in batch) for epoch in (first, second)]
+            == [list(range(n))] * 2,
+        "batch sizes, largest first": sorted((len(batch) for batch in first), reverse=True),
+        "padding": ("at most half that of random batches" if wasted <= random_wasted / 2 else
+                    f"{wasted} padded positions, random batches of this size need "
+                    f"{random_wasted}"),
+        "another order in the next epoch": first != second,
+        "the same batches from a generator seeded alike": first == take(twin, n + 1),
+    }
+
+
+register(Exercise(
+    reference=solutions.BucketBatchSampler,
+    cases=_bucket_cases,
+    run=_use_bucket_sampler,
+    hint=("shuffle the indices with torch.randperm(n, generator=self.generator), sort them by "
+          "length, cut into batches of batch_size, and yield the batches in a random order"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# set_epoch: the order of an epoch from (seed, epoch) alone
+
+
+def _epoch_cases() -> list[Case]:
+    return [Case({"data_source": list(range(n)), "seed": seed},
+                 hint=hint) for n, seed, hint in [
+        (10, 0, "the order of epoch e is torch.randperm(n, generator=torch.Generator()"
+                ".manual_seed(seed + epoch)): a generator of its own, so that the global "
+                "RNG does not change"),
+        (6, 42, "until set_epoch is called, the epoch is 0; iterating again without "
+                "set_epoch repeats the same order"),
+        (1, 7, "a single sample"),
+        (25, 3, "use a generator of your own: do not reseed or draw from the global RNG "
+                "(torch.manual_seed would change the random numbers of the training loop)"),
+    ]]
+
+
+def _use_epoch_sampler(implementation, case: Case) -> dict:
+    sampler = implementation(case.inputs["data_source"], seed=case.inputs["seed"])
+    limit = len(case.inputs["data_source"]) + 1
+    seen = {"len(sampler)": len(sampler), "before any set_epoch": take(sampler, limit),
+            "again, without set_epoch": take(sampler, limit)}
+    for epoch in (1, 2, 0):
+        sampler.set_epoch(epoch)
+        seen[f"after set_epoch({epoch})"] = take(sampler, limit)
+    return seen | _global_rng_afterwards()
+
+
+register(Exercise(
+    reference=solutions.EpochSeededSampler,
+    cases=_epoch_cases,
+    run=_use_epoch_sampler,
+    hint=("remember the epoch in set_epoch; in __iter__, seed a NEW torch.Generator with "
+          "seed + epoch and return iter(torch.randperm(n, generator=it).tolist())"),
+))

@@ -1,0 +1,152 @@
+"""Chapter 12 (distributed sampling): the exercises and their hidden cases."""
+
+from __future__ import annotations
+
+import random
+
+from ._compare import close
+from ._framework import Case, Exercise, register, take
+from .solutions import ch12 as solutions
+
+FINISHED_PIECE = ("minidataloader.distributed.DistributedSampler",)
+
+
+def _share_hint(dataset_size: int, num_replicas: int, drop_last: bool) -> str:
+    if dataset_size % num_replicas == 0:
+        return (f"{dataset_size} samples divide evenly among {num_replicas} ranks: no padding "
+                "and nothing cut")
+    if drop_last:
+        return (f"drop_last=True: {dataset_size} samples over {num_replicas} ranks give each "
+                f"rank only the full rounds, {dataset_size} // {num_replicas}; the tail is cut")
+    if dataset_size < num_replicas:
+        return (f"fewer samples ({dataset_size}) than ranks ({num_replicas}): every rank still "
+                "gets one, so the padding repeats samples, cycling through the order")
+    return (f"drop_last=False: {dataset_size} samples over {num_replicas} ranks: every rank gets "
+            f"ceil({dataset_size} / {num_replicas}); the shortfall is padded with repeats")
+
+
+SIZES = [(10, 2, False), (11, 2, False), (11, 2, True), (10, 3, False), (10, 3, True),
+         (2, 4, False), (2, 4, True), (0, 3, False), (153, 8, False), (153, 8, True),
+         (768, 64, False), (5, 1, False), (3, 8, False)]
+
+register(Exercise(
+    reference=solutions.shard_sizes,
+    cases=lambda: [Case({"dataset_size": n, "num_replicas": r, "drop_last": d},
+                        hint=_share_hint(n, r, d)) for n, r, d in SIZES],
+    hint="return a tuple (num_samples, total_size), with total_size = num_samples * num_replicas",
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _order_cases() -> list[Case]:
+    rng = random.Random(12)
+    cases = []
+    for n, replicas, rank, drop_last, shuffled in [
+            (10, 2, 0, False, False), (11, 2, 1, False, False), (11, 2, 1, True, False),
+            (10, 3, 2, False, True), (10, 3, 0, True, True), (7, 4, 3, False, True),
+            (3, 8, 6, False, True), (5, 8, 1, True, False), (12, 4, 3, False, True),
+            (1, 1, 0, False, False)]:
+        order = list(range(n))
+        if shuffled:
+            rng.shuffle(order)
+        hint = _share_hint(n, replicas, drop_last)
+        if n % replicas and not drop_last:
+            hint += "; the repeats come from the START of `order`, in its order"
+        cases.append(Case({"order": order, "num_replicas": replicas, "rank": rank,
+                           "drop_last": drop_last}, hint=hint))
+    return cases
+
+
+register(Exercise(
+    reference=solutions.rank_indices,
+    cases=_order_cases,
+    hint=("make the list total_size long (pad by repeating order from its start, or cut its "
+          "tail), then take every num_replicas-th element starting at rank"),
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _sampler_cases() -> list[Case]:
+    return [Case({"dataset_size": n, "num_replicas": r, "rank": k, "seed": s, "drop_last": d},
+                 hint=_share_hint(n, r, d))
+            for n, r, k, s, d in [(10, 2, 0, 0, False), (11, 2, 1, 0, False),
+                                  (11, 2, 1, 0, True), (10, 3, 2, 5, False),
+                                  (7, 4, 3, 1, False), (2, 4, 3, 0, False),
+                                  (3, 8, 5, 0, False), (5, 8, 1, 0, True)]]
+
+
+def _use_sampler(implementation, case: Case) -> dict:
+    """What a training loop over three epochs observes, and what forgetting set_epoch does."""
+    inputs = case.inputs
+    dataset = list(range(inputs["dataset_size"]))
+    sampler = implementation(dataset, inputs["num_replicas"], inputs["rank"],
+                             seed=inputs["seed"], drop_last=inputs["drop_last"])
+    limit = len(dataset) + inputs["num_replicas"]  # more than any share: stops endless ones
+    seen = {"len(sampler)": len(sampler)}
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        seen[f"after set_epoch({epoch})"] = take(iter(sampler), limit)
+    seen["again, without calling set_epoch"] = take(iter(sampler), limit)
+    return seen
+
+
+register(Exercise(
+    reference=solutions.ShardedEpochSampler,
+    cases=_sampler_cases,
+    run=_use_sampler,
+    hint=("in __iter__, seed a NEW torch.Generator with seed + epoch, draw "
+          "torch.randperm(len(dataset), generator=...), then keep this rank's share exactly "
+          "as rank_indices does; __len__ is the share's size"),
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _accuracy_cases() -> list[Case]:
+    """Per-rank correct/incorrect flags laid out as DistributedSampler(shuffle=False)
+    deals them: the rank r's j-th flag belongs to position r + j * R of the padded order."""
+    rng = random.Random(7)
+    cases = []
+    for n, replicas in [(153, 2), (153, 8), (10, 8), (11, 3), (12, 4), (5, 8), (1, 3)]:
+        flags = [int(rng.random() < 0.75) for _ in range(n)]
+        share = -(-n // replicas)
+        padded = [flags[p % n] for p in range(share * replicas)]
+        by_rank = [padded[r::replicas] for r in range(replicas)]
+        repeats = share * replicas - n
+        cases.append(Case(
+            {"correct_by_rank": by_rank, "dataset_size": n},
+            description=(f"{n} validation samples over {replicas} ranks "
+                         f"({repeats} padded repeat{'s' * (repeats != 1)}); "
+                         f"correct_by_rank = {by_rank if n <= 12 else '…'}"),
+            hint=("no padding here: every flag counts once" if repeats == 0 else
+                  f"{repeats} of the flags {'is a repeat' if repeats == 1 else 'are repeats'}: "
+                  f"count only the positions "
+                  f"rank + j * {replicas} that are below {n}")))
+    return cases
+
+
+register(Exercise(
+    reference=solutions.unpadded_accuracy,
+    cases=_accuracy_cases,
+    compare=close(rtol=1e-9, atol=1e-12),
+    hint=("flag j of rank r sat at position r + j * num_replicas of the padded list; "
+          "positions from dataset_size on are padding. Divide by dataset_size"),
+    forbidden=FINISHED_PIECE,
+))
+
+
+def _stream_hint(n: int, rank: int, world: int, worker: int, workers: int) -> str:
+    reader = rank * workers + worker
+    return (f"{world} ranks x {workers} workers = {world * workers} readers; rank {rank}'s "
+            f"worker {worker} is reader {reader}: samples {reader}, {reader + world * workers}, …")
+
+
+register(Exercise(
+    reference=solutions.stream_shard,
+    cases=lambda: [Case({"dataset_size": n, "rank": r, "world_size": w, "worker_id": k,
+                         "num_workers": m}, hint=_stream_hint(n, r, w, k, m))
+                   for n, r, w, k, m in [(20, 0, 2, 0, 2), (20, 1, 2, 1, 2), (10, 1, 2, 0, 3),
+                                         (5, 3, 4, 1, 2), (7, 0, 1, 0, 1), (100, 3, 4, 2, 4),
+                                         (9, 1, 3, 0, 1)]],
+    hint=("number the readers: reader = rank * num_workers + worker_id, out of "
+          "world_size * num_workers; each reader takes every readers-th sample from its own"),
+))

@@ -1,0 +1,61 @@
+"""Chapter 12 (distributed sampling): model solutions."""
+
+import torch
+from torch.utils.data import Sampler
+
+
+def shard_sizes(dataset_size, num_replicas, drop_last=False):
+    if drop_last:
+        num_samples = dataset_size // num_replicas  # the tail that does not divide is cut
+    else:
+        num_samples = -(-dataset_size // num_replicas)  # ceil: the shortfall is padded
+    return num_samples, num_samples * num_replicas
+
+
+def rank_indices(order, num_replicas, rank, drop_last=False):
+    num_samples, total_size = shard_sizes(len(order), num_replicas, drop_last)
+    indices = list(order)  # a copy: the caller's list stays as it was
+    while len(indices) < total_size:  # pad by cycling through the order from its start
+        indices += indices[:total_size - len(indices)]
+    indices = indices[:total_size]  # with drop_last: cut the tail
+    return indices[rank::num_replicas]  # deal the positions out like cards
+
+
+class ShardedEpochSampler(Sampler):
+    def __init__(self, dataset, num_replicas, rank, seed=0, drop_last=False):
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.seed = seed
+        self.drop_last = drop_last
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        # every rank draws the same order (same seed, same epoch), then keeps its own share
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        order = torch.randperm(len(self.dataset), generator=generator).tolist()
+        return iter(rank_indices(order, self.num_replicas, self.rank, self.drop_last))
+
+    def __len__(self):
+        return shard_sizes(len(self.dataset), self.num_replicas, self.drop_last)[0]
+
+
+def unpadded_accuracy(correct_by_rank, dataset_size):
+    num_replicas = len(correct_by_rank)
+    correct = 0
+    for rank, flags in enumerate(correct_by_rank):
+        for position, flag in enumerate(flags):
+            # this rank's j-th sample sat at position rank + j * num_replicas of the padded
+            # list; positions from dataset_size on are repeats added as padding
+            if rank + position * num_replicas < dataset_size:
+                correct += flag
+    return correct / dataset_size
+
+
+def stream_shard(dataset_size, rank, world_size, worker_id, num_workers):
+    reader = rank * num_workers + worker_id  # this worker's number among all the readers
+    readers = world_size * num_workers
+    return list(range(reader, dataset_size, readers))
