@@ -9,20 +9,40 @@ Both share _BaseDataLoaderIter: the index stream, the base seed, the length chec
 
 from __future__ import annotations
 
+import atexit
+import errno
+import functools
+import itertools
 import math
+import multiprocessing.connection
 import os
+import pickle
+import queue
+import signal
+import threading
+import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from multiprocessing.context import BaseContext
 from typing import Any, Generic, TypeVar
 
 import torch
+import torch.multiprocessing
 
 from . import _tracing
 from .collate import default_collate, default_convert
 from .dataset import AssertionValueError, Dataset, _is_iterable_dataset
 from .fetch import _DatasetKind
+from .pin_memory import _pin_memory_loop, pin_memory
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .worker import (
+    _STATUS_CHECK_INTERVAL,
+    _ExceptionWrapper,
+    _IterableDatasetStopIteration,
+    _ResumeIteration,
+    _worker_loop,
+)
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -207,8 +227,7 @@ class DataLoader(Generic[T_co]):
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
         self.check_worker_number_rationality()
-        raise NotImplementedError("multi-process loading (num_workers > 0) is not built yet; "
-                                  "use num_workers=0")
+        return _MultiProcessingDataLoaderIter(self)
 
     @property
     def _auto_collation(self) -> bool:
@@ -274,6 +293,13 @@ class _BaseDataLoaderIter:
             self._pin_memory = False
             warnings.warn("pin_memory=True is not supported on MPS; batches stay in ordinary "
                           "memory", stacklevel=2)
+        # A test may inject the pinning function (loader._pin_memory_fn) to run the pinning
+        # path, pin-memory thread included, on a machine without an accelerator.
+        self._pin_fn = getattr(loader, "_pin_memory_fn", None)
+        if self._pin_fn is not None:
+            self._pin_memory = True
+        elif self._pin_memory:
+            self._pin_fn = functools.partial(pin_memory, device=self._pin_memory_device)
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -357,9 +383,418 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         if _tracing.enabled:
             _tracing.emit("fetch_end", batch=batch, worker=None)
         if self._pin_memory:
-            from .pin_memory import pin_memory  # only on machines with an accelerator
-
-            data = pin_memory(data, self._pin_memory_device)
+            if _tracing.enabled:
+                _tracing.emit("pin_start", batch=batch)
+            data = self._pin_fn(data)
+            if _tracing.enabled:
+                _tracing.emit("pin_end", batch=batch)
         if _tracing.enabled:
             _tracing.emit("yielded", batch=batch)
         return data
+
+
+# How long shutdown waits for the workers to finish their current batch and exit before it
+# terminates them.
+_SHUTDOWN_TIMEOUT = 5.0
+
+_DEATH_HINTS = {
+    "SIGKILL": "; often the out-of-memory killer (see `dmesg`): use fewer workers, smaller "
+               "batches, or a dataset that holds less in memory",
+    "SIGBUS": "; often shared memory (/dev/shm) too small, as in Docker's 64 MB default: "
+              "start the container with --shm-size=2g or --ipc=host",
+    "SIGSEGV": "; a crash in native code the dataset called",
+}
+
+
+def _describe_death(worker) -> str:
+    """How a worker ended, and what usually causes that, for the error message."""
+    code = worker.exitcode
+    if code < 0:
+        name = signal.Signals(-code).name
+        return f"was killed by {name}{_DEATH_HINTS.get(name, '')}"
+    return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an "
+            "uncaught error whose traceback it printed to stderr. With spawn or forkserver, "
+            "a worker dies this way when it cannot import the dataset's class (one defined "
+            "in a notebook or `python -c`): move the class to a .py module")
+
+
+def _out_of_file_descriptors() -> bool:
+    """Whether this process is at its open-files limit (a few files to spare do not count)."""
+    opened = []
+    try:
+        for _ in range(10):
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as error:
+        return error.errno == errno.EMFILE
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return False
+
+
+class _WorkerGroup:
+    """The worker processes of one iterator with their queues, and the pin-memory thread:
+    what a multi-process iterator starts, and what ``shutdown()`` stops.
+
+    NOTE [ Who stops the workers ]
+    The workers must stop when their iterator goes away, and an iterator often goes away
+    as garbage: caught in a reference cycle (an exception's traceback holds the frame that
+    holds it), it is freed whenever the garbage collector runs. The collector first
+    finalizes whatever else is in the cycle, and a queue finalized that way stops its
+    feeder thread: a None put on it afterwards never arrives, and the workers wait for it.
+    (torch's __del__ runs into this, and then waits 5 s per worker before terminating it.)
+    So these resources live here, in a group that is never garbage: ``_live_groups`` holds
+    it until it is shut down, and a ``weakref.finalize`` of the iterator shuts it down when
+    the iterator dies. ``shutdown()`` also runs at the end of an epoch (workers that do not
+    persist), and at interpreter exit, from ``_shutdown_at_exit``, while everything still
+    works. It runs once.
+    """
+
+    def __init__(self, context) -> None:
+        _live_groups.add(self)
+        self.owner_pid = os.getpid()
+        self.result_queue = context.Queue()  # every worker puts (batch number, batch) here
+        self.done_event = context.Event()  # set: skip remaining tasks
+        self.index_queues, self.workers = [], []  # only started workers: those we may join
+        self.pin_thread = self.pin_done_event = None
+
+    def shutdown(self) -> None:
+        """Stop the pin thread, then the workers; see NOTE [ The pipeline and its shutdown ]."""
+        # A forked worker inherits a copy of every iterator alive in its parent, and its
+        # garbage collector may finalize one: only the owner may stop its workers.
+        if os.getpid() != self.owner_pid or self not in _live_groups:
+            return
+        _live_groups.discard(self)
+        try:
+            if self.pin_thread is not None:
+                self.pin_done_event.set()
+                self.result_queue.put((None, None))  # wake it if it waits
+                self.pin_thread.join(timeout=_SHUTDOWN_TIMEOUT)
+            self.done_event.set()
+            for index_queue in self.index_queues:
+                index_queue.put(None)  # a retired worker may get a second one: harmless
+            self._drain(deadline=time.monotonic() + _SHUTDOWN_TIMEOUT)
+            self.result_queue.cancel_join_thread()  # the pin thread's wake-up call, unread
+            for queue_ in (self.result_queue, *self.index_queues):
+                queue_.close()
+        finally:
+            for worker in self.workers:
+                if worker.is_alive():  # stuck in a sample, or deaf: end it
+                    worker.terminate()
+                    worker.join(timeout=_STATUS_CHECK_INTERVAL)
+                    if worker.is_alive():
+                        worker.kill()
+                        worker.join(timeout=_STATUS_CHECK_INTERVAL)
+
+    def _drain(self, deadline: float) -> None:
+        """Receive and drop what the workers still send, until they have all exited.
+
+        A batch sent must be received: its tensors stay in shared memory until then (under
+        the 'file_system' strategy, as files in /dev/shm that outlive the workers). And a
+        worker sends everything it has queued before it exits, so it needs a reader."""
+        while time.monotonic() < deadline:
+            alive = [worker for worker in self.workers if worker.is_alive()]
+            if not alive and any(worker.exitcode != 0 for worker in self.workers):
+                return  # one died, perhaps in the middle of a message: do not read it
+            try:
+                self.result_queue.get(timeout=0.01 if alive else 0)
+            except queue.Empty:
+                if not alive:
+                    return
+            except Exception:  # a batch its dead sender cannot hand over any more
+                continue
+
+
+_live_groups: set[_WorkerGroup] = set()  # started and not yet shut down
+
+
+@atexit.register
+def _shutdown_at_exit() -> None:
+    """Stop the workers still running when Python exits. Registered when this module is
+    imported, after multiprocessing's exit handler (torch imported it first), so it runs
+    before it (atexit runs the last registered first): multiprocessing would terminate the
+    workers, and tear down the queues this needs."""
+    for group in list(_live_groups):
+        group.shutdown()
+
+
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+    """Loads batches in ``num_workers`` worker processes, ``prefetch_factor`` batches
+    ahead per worker, and yields them in sampler order (``in_order=False``: as they come).
+
+    NOTE [ The pipeline ]
+
+        main process                                           worker processes
+        ------------                                           ----------------
+        sampler -> _try_put_index --(i, indices)--> index_queue[w] --> _worker_loop w
+                   (round robin)                    (one per worker)        | fetch, collate
+                                                                            v
+        __next__ <- reorder <- data_queue <- [pin thread] <-------- result_queue
+                   (_task_info)             (pin_memory=True)    (i, batch), shared by all
+
+    Without pin memory, data_queue *is* the result queue. Tensors in a batch travel as
+    handles to shared memory, where the worker's collate put them.
+    """
+
+    # NOTE [ Dispatch and reorder bookkeeping ]
+    # Batches are numbered in sampler order. Two counters split the numbers in three:
+    #
+    #     0 ........ _rcvd_idx ................... _send_idx ..........
+    #     | yielded  | dispatched, not yet yielded | not asked of the sampler yet
+    #
+    # _task_info holds each batch of the middle part:
+    #     _task_info[i] = (w,)          worker w has it in its queue or is fetching it
+    #     _task_info[i] = (w, batch)    it arrived before an earlier batch: it waits here
+    # __next__ wants batch _rcvd_idx: from _task_info if it waited there, else from the
+    # result queue, parking whatever else arrives first. Each batch handed out dispatches one
+    # more, so prefetch_factor * num_workers batches stay in flight: a slow batch holds the
+    # line (head-of-line blocking) while the others wait, fetched, in _task_info.
+    #
+    # A worker whose IterableDataset ran out is retired (_workers_status[w] = False): it
+    # gets no more tasks and its batches still owed are skipped. With in_order=False a batch
+    # is yielded the moment it arrives, and a task goes only to a worker with fewer than its
+    # share of tasks, so a slow worker does not collect a queue of them.
+
+    # NOTE [ The pipeline and its shutdown ]
+    # Three things could leave a process hanging or running forever:
+    #   (a) waiting on a queue for a process that is gone;
+    #   (b) exiting: a multiprocessing.Queue sends through a background "feeder" thread,
+    #       which Python joins at exit -- forever, if nobody reads the other end;
+    #   (c) a parent that dies without saying goodbye.
+    # The rules:
+    #   1. Every get() has a timeout (_STATUS_CHECK_INTERVAL), after which the waiter checks
+    #      on whom it waits for: the main process its workers (is_alive(); a dead one raises
+    #      RuntimeError naming its pid), the main loop the pin thread, a worker its parent
+    #      (a worker whose parent died has a new parent pid, so it leaves its loop). (a, c)
+    #   2. A feeder is abandoned (cancel_join_thread) only by a side nobody will read again:
+    #      the main process's index queues, from the start (the workers only serve it), and
+    #      a worker's result queue once its parent is gone. Otherwise a worker sends all it
+    #      has queued before exiting, and the shutdown reads it. (b)
+    #   3. Workers are daemonic: if nothing below runs, multiprocessing terminates them when
+    #      the main process exits normally.
+    #
+    # _WorkerGroup.shutdown runs once: at the end of an epoch (unless workers persist), when
+    # the iterator is freed (after `break`, an exception, KeyboardInterrupt), or at
+    # interpreter exit (see NOTE [ Who stops the workers ]):
+    #
+    #   main process                          pin thread            worker w
+    #   1. pin_done.set(); (None, None) ---> wakes, sees pin_done,
+    #      join(bounded)                     exits
+    #   2. done_event.set() ----------------------------------------> skips its other tasks
+    #      None -> index_queue[w] -------------------------------------> leaves its loop
+    #   3. drain: receive and drop <---------- (i, batch) ------------- sends what it had
+    #      results until all exited                                    queued, exits
+    #      (bounded), terminate() the rest                (idle with done_event set: exits
+    #   4. close the queues                                 even if its None is lost)
+    #
+    # The pin thread goes first because it reads the result queue; the drain reads it now.
+    # A batch never received would keep its shared memory (see _WorkerGroup._drain).
+
+    def __init__(self, loader: DataLoader) -> None:
+        super().__init__(loader)
+        self._prefetch_factor = loader.prefetch_factor
+        self._in_order = loader.in_order
+        if self._prefetch_factor <= 0:
+            raise AssertionValueError("prefetch_factor=0 would give the workers no task; use "
+                                      "prefetch_factor >= 1 (batches loaded ahead per worker)")
+        context = loader.multiprocessing_context or torch.multiprocessing
+        group = self._group = _WorkerGroup(context)
+        weakref.finalize(self, group.shutdown)  # when this iterator dies: see _WorkerGroup
+        for worker_id in range(self._num_workers):
+            index_queue = context.Queue()
+            index_queue.cancel_join_thread()  # rule 2
+            worker = context.Process(target=_worker_loop, daemon=True, args=(
+                self._dataset_kind, self._dataset, index_queue, group.result_queue,
+                group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
+                self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
+                _tracing.worker_sink()))
+            try:
+                worker.start()
+            except (TypeError, AttributeError, pickle.PicklingError) as error:
+                raise type(error)(
+                    f"could not start a DataLoader worker: {error}. With the "
+                    f"{context.get_start_method()!r} start method each worker receives a "
+                    "pickled copy of the dataset, collate_fn and worker_init_fn, and pickle "
+                    "sends functions and classes by name: a lambda, a function or class "
+                    "defined inside another function, or one defined in a notebook cannot be "
+                    "sent. Define them at the top level of a .py module and import them, or "
+                    "use multiprocessing_context='fork' (Linux, macOS).") from error
+            group.index_queues.append(index_queue)
+            group.workers.append(worker)
+        if self._pin_memory:
+            self._data_queue = queue.Queue()
+            group.pin_done_event = threading.Event()
+            device_index = (torch.accelerator.current_device_index()
+                            if torch.accelerator.is_available() else None)
+            group.pin_thread = threading.Thread(target=_pin_memory_loop, name="pin_memory",
+                                                daemon=True, args=(
+                group.result_queue, self._data_queue, device_index, group.pin_done_event,
+                self._pin_fn))
+            group.pin_thread.start()
+        else:
+            self._data_queue = group.result_queue
+        self._reset(loader, first_iter=True)
+
+    def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
+        super()._reset(loader, first_iter)
+        if _tracing.enabled:
+            _tracing.emit("epoch_start", epoch=self._epoch)
+        self._send_idx = 0
+        self._rcvd_idx = 0
+        self._task_info = {}  # see NOTE [ Dispatch and reorder bookkeeping ]
+        self._tasks_outstanding = 0
+        self._workers_status = [True] * self._num_workers
+        self._workers_num_tasks = [0] * self._num_workers
+        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        if not first_iter:
+            # Persistent workers: each answers _ResumeIteration after whatever it still had
+            # to send from the last epoch (left over after a `break`), which is dropped here.
+            for index_queue in self._group.index_queues:
+                index_queue.put(_ResumeIteration())
+            resumed = 0
+            while resumed < self._num_workers:
+                idx, _ = self._get_data()
+                resumed += isinstance(idx, _ResumeIteration)
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._try_put_index()
+
+    def _try_get_data(self, timeout: float = _STATUS_CHECK_INTERVAL):
+        """(True, message) from the data queue, or (False, None) after ``timeout`` seconds;
+        raises if a worker died or the open-files limit was reached."""
+        try:
+            return True, self._data_queue.get(timeout=timeout)
+        except Exception as error:
+            if not isinstance(error, queue.Empty):
+                # A batch from a worker that died as it sent it fails to unpickle (EOFError,
+                # ConnectionResetError): wait a moment for a worker to end, and reap it.
+                active = {worker.sentinel: worker for worker_id, worker
+                          in enumerate(self._group.workers) if self._workers_status[worker_id]}
+                for ended in multiprocessing.connection.wait(active, _STATUS_CHECK_INTERVAL):
+                    active[ended].join(timeout=_STATUS_CHECK_INTERVAL)
+            self._raise_if_a_worker_died(error)
+            if isinstance(error, queue.Empty):
+                return False, None
+            if _out_of_file_descriptors():
+                raise RuntimeError(
+                    "Too many open files: the main process is at its open-files limit, so it "
+                    "can no longer receive batches (with the default 'file_descriptor' "
+                    "sharing strategy each tensor received holds a file descriptor). Raise "
+                    "the limit (`ulimit -n` in the shell), keep fewer batches alive, or call "
+                    "torch.multiprocessing.set_sharing_strategy('file_system') at the start "
+                    "of the program.") from None
+            raise
+
+    def _raise_if_a_worker_died(self, cause: BaseException | None = None) -> None:
+        workers = self._group.workers
+        dead = [worker_id for worker_id, worker in enumerate(workers)
+                if self._workers_status[worker_id] and not worker.is_alive()]
+        for worker_id in dead:
+            self._mark_worker_as_unavailable(worker_id)
+        if dead:
+            raise RuntimeError("; ".join(
+                f"DataLoader worker {i} (pid {workers[i].pid}) {_describe_death(workers[i])}"
+                for i in dead)) from cause
+
+    def _get_data(self):
+        """The next message from the data queue, waiting at most ``timeout`` if set."""
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        while not self._pin_memory or self._group.pin_thread.is_alive():
+            wait = _STATUS_CHECK_INTERVAL
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0))
+            success, data = self._try_get_data(wait)
+            if success:
+                return data
+            if deadline is not None and time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"DataLoader timed out: no batch arrived within timeout={self._timeout} "
+                    "seconds, though every worker is alive. A sample may be slow to load or "
+                    "stuck (a network read, a lock); raise timeout, or find the slow sample.")
+        self._raise_if_a_worker_died()  # a worker dying as it sent a batch kills the thread
+        raise RuntimeError("the DataLoader's pin-memory thread exited unexpectedly")
+
+    def _next_data(self):
+        while True:
+            # Skip batches owed by retired workers (their IterableDataset ran out): they
+            # will never come. Both _get_data and an end-of-stream message below can retire
+            # a worker, hence inside the loop.
+            while self._rcvd_idx < self._send_idx:
+                info = self._task_info.get(self._rcvd_idx)
+                if info:
+                    if len(info) == 2 or self._workers_status[info[0]]:
+                        break  # it is here, or it will come
+                    del self._task_info[self._rcvd_idx]
+                self._rcvd_idx += 1
+            else:  # nothing in flight, and the sampler is exhausted: the epoch is over
+                if not self._persistent_workers:
+                    self._shutdown_workers()
+                if _tracing.enabled:
+                    _tracing.emit("epoch_end", epoch=self._epoch)
+                raise StopIteration
+            if len(self._task_info[self._rcvd_idx]) == 2:  # it arrived early
+                worker_id, data = self._task_info.pop(self._rcvd_idx)
+                if _tracing.enabled:
+                    _tracing.emit("reorder_leave", batch=self._rcvd_idx)
+                self._rcvd_idx += 1
+                return self._process_data(data, worker_id, self._rcvd_idx - 1)
+            idx, data = self._get_data()
+            self._tasks_outstanding -= 1
+            if _tracing.enabled:
+                _tracing.emit("received", batch=idx, worker=self._task_info[idx][0])
+            if isinstance(data, _IterableDatasetStopIteration):
+                if self._persistent_workers:  # it stays, idle, for the next epoch
+                    self._workers_status[data.worker_id] = False
+                else:
+                    self._mark_worker_as_unavailable(data.worker_id)
+                self._try_put_index()
+                continue
+            if idx != self._rcvd_idx and self._in_order:  # early: park it until its turn
+                self._task_info[idx] += (data,)
+                if _tracing.enabled:
+                    _tracing.emit("reorder_enter", batch=idx)
+                continue
+            if idx == self._rcvd_idx:
+                self._rcvd_idx += 1
+            worker_id = self._task_info.pop(idx)[0]
+            return self._process_data(data, worker_id, idx)
+
+    def _try_put_index(self) -> None:
+        """Dispatch the sampler's next batch to the next worker in turn that can take it."""
+        max_tasks = self._prefetch_factor * self._num_workers
+        try:
+            index = self._next_index()
+        except StopIteration:
+            return
+        for _ in range(self._num_workers):
+            worker_id = next(self._worker_queue_idx_cycle)
+            if self._workers_status[worker_id] and (
+                    self._in_order or self._workers_num_tasks[worker_id]
+                    < max_tasks // sum(self._workers_status)):
+                break
+        else:  # no worker can take it (as in torch, the sampler's batch is dropped)
+            return
+        if _tracing.enabled:  # before put(): the worker may start on it at once
+            _tracing.emit("dispatch", batch=self._send_idx, worker=worker_id)
+        self._group.index_queues[worker_id].put((self._send_idx, index))
+        self._task_info[self._send_idx] = (worker_id,)
+        self._workers_num_tasks[worker_id] += 1
+        self._tasks_outstanding += 1
+        self._send_idx += 1
+
+    def _process_data(self, data, worker_id: int, batch: int):
+        self._workers_num_tasks[worker_id] -= 1
+        self._try_put_index()
+        if isinstance(data, _ExceptionWrapper):
+            data.reraise()
+        if _tracing.enabled:
+            _tracing.emit("yielded", batch=batch)
+        return data
+
+    def _mark_worker_as_unavailable(self, worker_id: int) -> None:
+        """Retire a worker for this epoch: no more tasks, and a None to make it exit. (It is
+        joined later, by the shutdown, so that an error it still raises is seen.)"""
+        self._group.index_queues[worker_id].put(None)
+        self._workers_status[worker_id] = False
+
+    def _shutdown_workers(self) -> None:
+        self._group.shutdown()

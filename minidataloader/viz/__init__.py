@@ -4,6 +4,8 @@ elsewhere). Importing this package imports neither ipywidgets nor IPython, matpl
 pandas; the widget functions import what they need when called.
 
     explorer.py   the epoch-arithmetic explorer        (explorer.js, explorer.css)
+    trace.py      recording a loader's events: TraceRecorder -> Trace (JSON, DataFrame)
+    queueflow.py  the queue-flow view of a traced epoch (queueflow.js, queueflow.css)
     _html.py      what every static face shares         (viz.js, viz.css)
 """
 
@@ -14,6 +16,14 @@ from minidataloader.viz.explorer import (
     epoch_order,
     render_view,
 )
+from minidataloader.viz.queueflow import (
+    queue_flow_figure,
+    queue_flow_html,
+    queue_flow_widget,
+    record_queue_flow,
+)
+from minidataloader.viz.trace import Trace, TraceRecorder
 
 __all__ = ["epoch_explorer_html", "epoch_explorer_widget", "epoch_layout", "epoch_order",
-           "render_view"]
+           "render_view", "Trace", "TraceRecorder", "record_queue_flow", "queue_flow_html",
+           "queue_flow_widget", "queue_flow_figure"]

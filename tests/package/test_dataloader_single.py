@@ -243,11 +243,11 @@ def test_interop_with_datasets_built_on_torch():
     assert same_error(lambda lib: lib.DataLoader(datasets(tud)[2](3), sampler=[0])) is ValueError
 
 
-def test_workers_are_not_built_yet():
+def test_num_workers_and_prefetch_factor_are_kept():
+    # (multi-process loading itself is tested in tests/multiprocess)
     loader = mdl.DataLoader(range(5), num_workers=1, prefetch_factor=3)
     assert (len(loader), loader.prefetch_factor) == (5, 3)
-    with pytest.raises(NotImplementedError, match="num_workers=0"):
-        iter(loader)
+    assert [batch.item() for batch in loader] == [0, 1, 2, 3, 4]
 
 
 def test_tracing_events_of_an_epoch():

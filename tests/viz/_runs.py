@@ -1,4 +1,4 @@
-"""Run real loaders (torch's, and minidataloader's where it can) and record what they
+"""Run real loaders (torch's and minidataloader's) and record what they
 deliver, so that the explorer's model is checked against what actually happens.
 
 A library is named by a string so that tests parametrize over ``LIBRARIES``; adding a
@@ -11,44 +11,21 @@ import math
 import random
 import re
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pytest
 import torch
 
 LIBRARIES = ["torch", "minidataloader"]
-NAMES = ("DataLoader", "DistributedSampler", "IterableDataset", "get_worker_info")
 
 
 def library(name: str):
     """The module whose DataLoader, DistributedSampler, IterableDataset and get_worker_info
-    the test uses; skips, saying why, when minidataloader cannot run the case yet."""
+    the test uses."""
     if name == "torch":
         import torch.utils.data as lib
         return lib
-    try:
-        import minidataloader as lib
-    except ImportError as error:  # pragma: no cover - the package is installed editable
-        pytest.skip(f"minidataloader cannot be imported: {error}")
-    missing = [n for n in NAMES if not hasattr(lib, n)]
-    if missing:
-        pytest.skip(f"minidataloader does not export {', '.join(missing)} yet "
-                    "(the core package is still being written)")
+    import minidataloader as lib
     return lib
-
-
-@contextmanager
-def unsupported_is_xfail(name: str):
-    """A minidataloader case that raises NotImplementedError (e.g. num_workers > 0 before
-    the multi-process loader exists) is reported as an expected failure; anything else
-    still fails."""
-    try:
-        yield
-    except NotImplementedError as error:
-        if name != "minidataloader":
-            raise
-        pytest.xfail(f"minidataloader does not support this case yet: {error}")
 
 
 # --------------------------------------------------------------------------- map-style
@@ -65,29 +42,28 @@ def run_map(name: str, *, dataset_size, batch_size, drop_last, epochs, replicas,
     """Iterate every rank's loader for every epoch, as a training script would."""
     lib = library(name)
     dataset = list(range(dataset_size))
-    with unsupported_is_xfail(name):
-        if replicas == 1:
-            samplers = [None]
-            loaders = [lib.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
-                                      drop_last=drop_last,
-                                      generator=torch.Generator().manual_seed(seed))]
-        else:
-            samplers = [lib.DistributedSampler(dataset, num_replicas=replicas, rank=rank,
-                                               shuffle=shuffle, seed=seed,
-                                               drop_last=sampler_drop_last)
-                        for rank in range(replicas)]
-            loaders = [lib.DataLoader(dataset, batch_size=batch_size, sampler=sampler,
-                                      drop_last=drop_last) for sampler in samplers]
-        streams, delivered = [], []
-        for epoch in range(epochs):
-            for sampler in samplers:
-                if sampler is not None:
-                    sampler.set_epoch(epoch)
-            # a DistributedSampler can be listed without disturbing anything; the loader's
-            # RandomSampler cannot (it would draw from the loader's generator)
-            streams.append(None if replicas == 1 else [list(sampler) for sampler in samplers])
-            delivered.append([[batch.tolist() for batch in loader] for loader in loaders])
-        return MapRun([len(loader) for loader in loaders], streams, delivered)
+    if replicas == 1:
+        samplers = [None]
+        loaders = [lib.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
+                                  drop_last=drop_last,
+                                  generator=torch.Generator().manual_seed(seed))]
+    else:
+        samplers = [lib.DistributedSampler(dataset, num_replicas=replicas, rank=rank,
+                                           shuffle=shuffle, seed=seed,
+                                           drop_last=sampler_drop_last)
+                    for rank in range(replicas)]
+        loaders = [lib.DataLoader(dataset, batch_size=batch_size, sampler=sampler,
+                                  drop_last=drop_last) for sampler in samplers]
+    streams, delivered = [], []
+    for epoch in range(epochs):
+        for sampler in samplers:
+            if sampler is not None:
+                sampler.set_epoch(epoch)
+        # a DistributedSampler can be listed without disturbing anything; the loader's
+        # RandomSampler cannot (it would draw from the loader's generator)
+        streams.append(None if replicas == 1 else [list(sampler) for sampler in samplers])
+        delivered.append([[batch.tolist() for batch in loader] for loader in loaders])
+    return MapRun([len(loader) for loader in loaders], streams, delivered)
 
 
 def map_grid(count: int, seed: int = 20261129) -> list[dict]:
@@ -155,13 +131,13 @@ def run_iterable(name: str, *, dataset_size, batch_size, drop_last, num_workers,
                  sharding) -> IterableRun:
     lib = library(name)
     extra = dict(multiprocessing_context="fork", timeout=60) if num_workers else {}
-    with unsupported_is_xfail(name), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. "more workers than cores": not under test here
         loader = lib.DataLoader(make_stream(lib, dataset_size, sharding), batch_size=batch_size,
                                 drop_last=drop_last, num_workers=num_workers, **extra)
     reported = len(loader)  # called first, as torch's length warning requires
     batches = []
-    with unsupported_is_xfail(name), warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for indices, workers in loader:
             assert len(set(workers.tolist())) == 1, "a batch mixes samples of two workers"
