@@ -57,6 +57,16 @@ def get_worker_info() -> WorkerInfo | None:
     return _worker_info
 
 
+def _tell_torch(info: WorkerInfo) -> None:
+    """Make torch's ``get_worker_info()`` answer too, inside our workers: a dataset written
+    for torch splits its stream with it, and would otherwise repeat it in every worker.
+    (Only if torch's data module is loaded: `import torch` loads it, but we never import it.)"""
+    torch_worker = sys.modules.get("torch.utils.data._utils.worker")
+    if torch_worker is not None:
+        torch_worker._worker_info = torch_worker.WorkerInfo(
+            id=info.id, num_workers=info.num_workers, seed=info.seed, dataset=info.dataset)
+
+
 @dataclass(frozen=True)
 class _IterableDatasetStopIteration:
     """Sent by a worker whose IterableDataset copy ran out: give me no more tasks."""
@@ -156,6 +166,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         global _worker_info
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
+        _tell_torch(_worker_info)
         if _tracing.enabled:
             _tracing.emit("worker_start", worker=worker_id)
         where = f"in DataLoader worker {worker_id} (pid {os.getpid()})"

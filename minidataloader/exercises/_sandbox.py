@@ -185,7 +185,10 @@ def _real(filename: str) -> str:
 
 
 def _is_stdlib(filename: str) -> bool:
-    return filename.startswith("<frozen") or _real(filename).startswith(_STDLIB)
+    # (in a virtual environment the "stdlib" folder holds site-packages: torch is no stdlib)
+    path = _real(filename)
+    return filename.startswith("<frozen") or (
+        path.startswith(_STDLIB) and not path.startswith(_LIBRARIES))
 
 
 def is_readers_code(filename: str) -> bool:

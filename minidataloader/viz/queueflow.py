@@ -475,10 +475,11 @@ def summary_rows(trace: Trace, epoch: int | None = None) -> list[tuple[str, str,
              + (f", {samples} samples" if samples else "")),
             ("throughput", rate, "; ".join(note for note in notes if note))]
     workers = any(r["lane"].startswith("worker") for r in trace.records)
+    starting = any(r["event"] == "worker_start" for r in trace.records)  # not when persistent
     if s["waiting_s"] is not None:
         rows.append(("loop waited for data", f"{s['waiting_s'] * 1e3:.0f} ms",
                      f"{s['waiting_share']:.0%} of the epoch; the first batch took "
-                     f"{s['first_batch_s'] * 1e3:.0f} ms" + (" (workers starting)" if workers else "")))
+                     f"{s['first_batch_s'] * 1e3:.0f} ms" + (" (workers starting)" if starting else "")))
     if workers:
         rows.append(("largest reorder buffer", _plural(s["max_reorder"], "batch"),
                      "batches that arrived before their turn" if c.get("in_order", True)

@@ -144,3 +144,16 @@ class Fd:
 
     def __getitem__(self, i):
         return [torch.full((3,), i) for _ in range(8)]
+
+
+class TorchOnlyStream(tud.IterableDataset):
+    """A stream written for torch alone: torch's base class, torch's get_worker_info."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        worker = tud.get_worker_info()
+        if worker is None:
+            return iter(range(self.n))
+        return iter(range(worker.id, self.n, worker.num_workers))

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.utils.data as tud
 from differential import datasets, epochs, same, same_error
-from mp_datasets import Counting, Observer, Pids, Squares, record_init, stream
+from mp_datasets import Counting, Observer, Pids, Squares, TorchOnlyStream, record_init, stream
 
 import minidataloader as mdl
 
@@ -75,6 +75,19 @@ def test_iterable_dataset_with_and_without_sharding(num_workers, shard):
         return results
 
     same_value(scenario)
+
+
+@pytest.mark.parametrize("num_workers", [2, 3])
+def test_a_stream_written_for_torch_shards_itself_in_our_workers(num_workers):
+    """torch's get_worker_info() must answer inside our workers too, or a dataset written
+    for torch repeats its whole stream in every worker."""
+    def scenario(lib):
+        return epochs(lib.DataLoader(TorchOnlyStream(11), batch_size=2,
+                                     num_workers=num_workers), 2)
+
+    batches = same_value(scenario)
+    assert sorted(x for epoch in batches for batch in epoch for x in batch.tolist()) == \
+        sorted(list(range(11)) * 2)
 
 
 @pytest.mark.parametrize("num_workers", [1, 3])
