@@ -415,7 +415,8 @@ def _describe_death(worker) -> str:
     return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an "
             "uncaught error whose traceback it printed to stderr. With spawn or forkserver, "
             "a worker dies this way when it cannot import the dataset's class (one defined "
-            "in a notebook or `python -c`): move the class to a .py module")
+            "in a notebook or `python -c`: move the class to a .py module), or when the "
+            "script that starts the loader lacks an `if __name__ == \"__main__\":` guard")
 
 
 def _out_of_file_descriptors() -> bool:
@@ -497,7 +498,13 @@ class _WorkerGroup:
             if not alive and any(worker.exitcode != 0 for worker in self.workers):
                 return  # one died, perhaps in the middle of a message: do not read it
             try:
-                self.result_queue.get(timeout=0.01 if alive else 0)
+                # NOTE [ Noticing the exits quickly ]
+                # A worker's exit does not wake this get(), only its timeout does, and
+                # without persistent workers every epoch ends here. With 10 ms the exits
+                # were noticed late: a shutdown took 5 ms (2 workers) to 15 ms (4) longer
+                # than torch's, which joins the workers, 1-2% of a short epoch. With 1 ms
+                # it takes as long as torch's; the extra wake-ups cost next to nothing.
+                self.result_queue.get(timeout=0.001 if alive else 0)
             except queue.Empty:
                 if not alive:
                     return

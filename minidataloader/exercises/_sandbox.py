@@ -364,6 +364,10 @@ def _child(body: Callable, write_fd: int, output_fd: int) -> None:
         sys.stdout = _CappedWriter(_write_fd(1), budget, fd=1)
         sys.stderr = _CappedWriter(_write_fd(2), budget, fd=2)
         sys.stdin = io.StringIO("")  # input() gets EOF instead of waiting for a frontend
+        if "torch" in sys.modules:
+            # The kernel's OpenMP threads were not copied into this child: a parallel torch
+            # operation here would wait for them forever. One thread, as in a loader's workers.
+            sys.modules["torch"].set_num_threads(1)
         send = _send_frames(write_fd)
         body(send, lambda: budget.total)
         send(("done", budget.total))

@@ -1,0 +1,177 @@
+"""The capstone's two training runs (chapter 13), written once for either library.
+
+Each ``train_*`` function takes ``data``: a module with the names of ``torch.utils.data``,
+that is ``torch.utils.data`` itself or ``minidataloader``. Everything else (data, model,
+loss, optimiser, seeds) is the same, so two runs that differ only in ``data`` must give the
+same losses, bit for bit, and leave the random number generators in the same state.
+
+Importable, so that worker processes started with spawn or forkserver find the transform
+(a class defined in a notebook they would not find).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .diabetes import DiabetesDataset, Standardize
+from .digits import DigitsDataset
+
+
+class RandomShift:
+    """Moves a digit (uint8, 1 x H x W) by up to ``max_shift`` pixels up or down
+    and left or right, fills the uncovered edge with black, and returns floats
+    from 0 to 1.
+
+    The shift is drawn from the global torch generator. In a worker process that
+    generator is seeded with ``base_seed + worker_id``, so the shifts differ from
+    worker to worker and from epoch to epoch, and repeat exactly when the
+    loader's generator is seeded again."""
+
+    def __init__(self, max_shift: int = 1):
+        self.max_shift = max_shift
+
+    def __call__(self, image: torch.Tensor) -> torch.Tensor:
+        m = self.max_shift
+        dy, dx = torch.randint(-m, m + 1, (2,)).tolist()
+        padded = torch.nn.functional.pad(image.float() / 255, (m, m, m, m))
+        height, width = image.shape[-2:]
+        return padded[..., m - dy:m - dy + height, m - dx:m - dx + width]
+
+    def __repr__(self):
+        return f"RandomShift(max_shift={self.max_shift})"
+
+
+def to_floats(image: torch.Tensor) -> torch.Tensor:
+    """The evaluation transform: no shift, the same scale as :class:`RandomShift`."""
+    return image.float() / 255
+
+
+def diabetes_model() -> torch.nn.Module:
+    """Chapter 1's network: 8 -> 6 -> 4 -> 1, a sigmoid after each layer."""
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 6), torch.nn.Sigmoid(),
+        torch.nn.Linear(6, 4), torch.nn.Sigmoid(),
+        torch.nn.Linear(4, 1), torch.nn.Sigmoid(),
+    )
+
+
+def digits_model() -> torch.nn.Module:
+    """A small classifier for 8x8 digits; dropout draws from the global generator too."""
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Dropout(0.2),
+        torch.nn.Linear(64, 10),
+    )
+
+
+@dataclass
+class Run:
+    """What a training run leaves behind: the loss of every step, the validation accuracy
+    after every epoch, and the next numbers each random number generator gives."""
+
+    losses: list[float] = field(default_factory=list)
+    accuracy: list[float] = field(default_factory=list)
+    drawn_after: dict = field(default_factory=dict)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed the three global generators a training script may draw from."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def draw_after(generator: torch.Generator | None = None) -> dict:
+    """The next numbers the script would draw: from torch's global generator, from
+    ``random`` and numpy's global generators, and from ``generator`` if given."""
+    drawn = {"torch.rand": torch.rand(3).tolist(), "random.random": random.random(),
+             "np.random.rand": float(np.random.rand())}
+    if generator is not None:
+        drawn["torch.rand(generator=...)"] = torch.rand(
+            3, generator=generator).tolist()
+    return drawn
+
+
+def accuracy(model: torch.nn.Module, loader, threshold: float | None = None) -> float:
+    """The share of correct predictions over ``loader``: above ``threshold`` for a single
+    probability, the largest score otherwise."""
+    model.eval()
+    correct = count = 0
+    with torch.no_grad():
+        for inputs, labels in loader:
+            outputs = model(inputs)
+            if threshold is None:
+                predicted = outputs.argmax(dim=1)
+            else:
+                predicted = (outputs > threshold).float()
+            correct += (predicted == labels).sum().item()
+            count += len(labels)
+    model.train()
+    return correct / count
+
+
+def train_diabetes(data, epochs: int = 10, num_workers: int = 2,
+                   seed: int = 0, multiprocessing_context=None) -> Run:
+    """Chapter 1's diabetes network, every random draw from torch's global
+    generator: the split, the starting weights, each epoch's shuffle and the
+    loader's base seeds. The workers persist from one epoch to the next."""
+    seed_everything(seed)
+    dataset = DiabetesDataset()
+    train_set, val_set = data.random_split(dataset, [0.8, 0.2])
+    dataset.transform = Standardize.fit(dataset.features[train_set.indices])
+    train_loader = data.DataLoader(
+        train_set, batch_size=32, shuffle=True, num_workers=num_workers,
+        persistent_workers=num_workers > 0,
+        multiprocessing_context=multiprocessing_context)
+    val_loader = data.DataLoader(val_set, batch_size=64)
+    model = diabetes_model()
+    criterion = torch.nn.BCELoss(reduction="mean")  # not size_average=True
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    run = Run()
+    for _ in range(epochs):
+        for inputs, labels in train_loader:
+            loss = criterion(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            run.losses.append(loss.item())
+        run.accuracy.append(accuracy(model, val_loader, threshold=0.5))
+    run.drawn_after = draw_after()
+    return run
+
+
+def train_digits(data, epochs: int = 3, num_workers: int = 2,
+                 seed: int = 0, multiprocessing_context=None) -> Run:
+    """A digits classifier on 80% of the images, each shifted at random in the
+    loader's workers, validated on the other 20%. The split and the shuffles come
+    from a generator of the script's own; the starting weights and dropout from
+    the global one."""
+    seed_everything(seed)
+    generator = torch.Generator().manual_seed(seed)
+    shifted = DigitsDataset(transform=RandomShift())
+    plain = DigitsDataset(transform=to_floats)
+    train_rows, val_rows = data.random_split(range(len(plain)), [0.8, 0.2],
+                                             generator=generator)
+    train_set = data.Subset(shifted, train_rows.indices)
+    val_set = data.Subset(plain, val_rows.indices)
+    train_loader = data.DataLoader(
+        train_set, batch_size=32, shuffle=True, generator=generator,
+        num_workers=num_workers, multiprocessing_context=multiprocessing_context)
+    val_loader = data.DataLoader(val_set, batch_size=100)
+    model = digits_model()
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    run = Run()
+    for _ in range(epochs):
+        for images, labels in train_loader:
+            loss = criterion(model(images), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            run.losses.append(loss.item())
+        run.accuracy.append(accuracy(model, val_loader))
+    run.drawn_after = draw_after(generator)
+    return run

@@ -1,0 +1,188 @@
+"""Datasets and measuring tools for chapter 11 (performance): importable, so that workers
+started with any start method find them.
+
+- :func:`load_full_run`: the committed report of a full benchmark run (or your own).
+- :class:`DigitsForTraining`: the digits image folder with a transform that costs CPU time,
+  for a sweep over ``num_workers`` and ``batch_size``.
+- :class:`InMemoryRows` and :class:`SlicedRows`: a table already in memory, fetched one
+  row at a time, or a whole batch by one slice (``__getitems__``).
+- :class:`SharedArray`: a large numpy array that every worker reads, and that reports the
+  process that fetched each sample, for measuring memory per worker.
+- :func:`memory_kib`: a process's memory from ``/proc/<pid>/smaps_rollup`` (Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+
+import numpy as np
+import torch
+
+from minidataloader.dataset import Dataset
+
+from .digits import DigitsDataset
+
+
+def load_full_run() -> dict:
+    """The report of the full benchmark run committed with the package, or of the report
+    named by the environment variable ``MINIDATALOADER_FULL_RUN`` (say, your own machine's,
+    written by ``python -m minidataloader.bench --json FILE``)."""
+    from minidataloader import bench
+
+    return bench.load_results(os.environ.get("MINIDATALOADER_FULL_RUN"))
+
+
+def enlarge(image: torch.Tensor) -> torch.Tensor:
+    """A transform with a realistic cost: the 8x8 digit as floats in [0, 1], enlarged to
+    64x64 (bilinear), as a pipeline resizes small images for a network."""
+    pixels = image.float().div_(255).unsqueeze(0)
+    return torch.nn.functional.interpolate(pixels, size=(64, 64), mode="bilinear",
+                                           align_corners=False).squeeze(0)
+
+
+class DigitsForTraining(DigitsDataset):
+    """The digits images from ``data/digits/``, each read from its PNG file and enlarged,
+    after waiting ``latency`` seconds (asleep), as for a file on a network disk."""
+
+    def __init__(self, root=None, latency: float = 0.0):
+        super().__init__(root, transform=enlarge)
+        self.latency = latency
+
+    def __getitem__(self, index):
+        if self.latency:
+            time.sleep(self.latency)
+        return super().__getitem__(index)
+
+
+class InMemoryRows(Dataset):
+    """A table in memory: sample ``i`` is ``(features[i], labels[i])``."""
+
+    def __init__(self, features: torch.Tensor, labels: torch.Tensor):
+        self.features, self.labels = features, labels
+
+    def __getitem__(self, index):
+        return self.features[index], self.labels[index]
+
+    def __len__(self):
+        return len(self.labels)
+
+
+class SlicedRows(InMemoryRows):
+    """The same table, a whole batch at a time: ``__getitems__`` returns the finished batch
+    ``(features[indices], labels[indices])`` -- one gather per tensor -- so the loader
+    needs ``collate_fn=keep_batch``, which hands it on as it is."""
+
+    def __getitems__(self, indices):
+        indices = torch.as_tensor(indices)
+        return self.features[indices], self.labels[indices]
+
+
+def keep_batch(batch):
+    """The collate function for a dataset whose ``__getitems__`` already made the batch."""
+    return batch
+
+
+class SharedArray(Dataset):
+    """``rows`` rows of a float32 array of ``megabytes`` MB, made in the main process.
+
+    The first sample a process fetches reads the whole array (as a worker that computes
+    statistics, or visits every row, would); each sample is ``(row sum, pid)``, so the
+    batches say which processes did the work."""
+
+    def __init__(self, megabytes: int = 64, rows: int = 64):
+        values = megabytes * 2**20 // 4
+        self.array = np.arange(values, dtype=np.float32).reshape(rows, -1)
+        self._read_by: set[int] = set()
+
+    def __getitem__(self, index):
+        if os.getpid() not in self._read_by:
+            self._read_by.add(os.getpid())
+            float(self.array.sum())  # every page of the array read once in this process
+        return float(self.array[index].sum()), os.getpid()
+
+    def __len__(self):
+        return len(self.array)
+
+
+def memory_kib(pid: int | str = "self") -> dict[str, int]:
+    """``rss`` (resident pages, shared ones included), ``pss`` (each shared page divided
+    among the processes that share it) and ``uss`` (pages of this process only) of a
+    process, in KiB, from ``/proc/<pid>/smaps_rollup`` (Linux 4.14 or later)."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as file:
+        for line in file:
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0])
+    return {"rss": fields["Rss"], "pss": fields["Pss"],
+            "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
+
+
+# ---------------------------------------------------------------------------------------
+# Shared memory vs plain pickling: one tensor from a child process to its parent
+
+HOW = ("pickled bytes", "into shared memory at put", "already in shared memory")
+
+
+def _send(requests, results, megabytes: int, how: str) -> None:
+    import pickle
+    import time
+
+    # A forked child must not use the parent's OpenMP threads (they were not copied, and
+    # torch.ones would wait for them forever): one thread, as every DataLoader worker does.
+    torch.set_num_threads(1)
+    while requests.get(timeout=60) is not None:  # one tensor per request; None: stop
+        tensor = torch.ones(megabytes * 2**18)  # a new batch: float32, 4 bytes each
+        if how == "already in shared memory":
+            tensor.share_memory_()  # as a worker's collate does: the batch is made there
+        sent = time.perf_counter()  # one clock for all processes (CLOCK_MONOTONIC)
+        results.put((sent, pickle.dumps(tensor) if how == "pickled bytes" else tensor))
+    # Returning only now keeps the sender alive until the last tensor has been received:
+    # shared memory handed over as a file descriptor needs its sender to pass it on.
+
+
+def _receive(results, child, how: str):
+    """The next result, or a clear error when the sender died or went silent."""
+    for _ in range(60):
+        try:
+            return results.get(timeout=1)
+        except queue.Empty:
+            if not child.is_alive():
+                raise RuntimeError(f"the sender ({how}) exited with code {child.exitcode} "
+                                   "before sending its tensor") from None
+    raise TimeoutError(f"the sender ({how}) sent nothing for 60 s")
+
+
+def transfer_seconds(megabytes: int, how: str, count: int = 5) -> list[float]:
+    """Ask a forked child ``count`` times for a float32 tensor of ``megabytes`` MB, sent
+    through a torch.multiprocessing queue; returns the seconds from just before each
+    ``put`` to a usable tensor here. ``how``: one of ``HOW``."""
+    import pickle
+    import time
+
+    import torch.multiprocessing as multiprocessing
+
+    if how not in HOW:
+        raise ValueError(f"how should be one of {HOW}, not {how!r}")
+    context = multiprocessing.get_context("fork")
+    requests, results = context.Queue(), context.Queue()
+    child = context.Process(target=_send, args=(requests, results, megabytes, how),
+                            daemon=True)
+    child.start()
+    seconds = []
+    try:
+        for _ in range(count):  # one at a time: no tensor waits behind another
+            requests.put(True)
+            sent, payload = _receive(results, child, how)
+            tensor = pickle.loads(payload) if how == "pickled bytes" else payload
+            seconds.append(time.perf_counter() - sent)
+            assert tensor.numel() == megabytes * 2**18
+            del tensor, payload
+    finally:
+        requests.put(None)
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    return seconds

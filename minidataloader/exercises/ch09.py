@@ -1,0 +1,249 @@
+"""Chapter 9 (pin memory and the GPU): the exercises and their hidden cases.
+
+Nothing here needs an accelerator. Where the reader's code pins, it calls a ``pin_fn`` the
+check hands it: a stand-in that copies the tensor (pinning copies it into page-locked
+memory) and remembers the copy, so the check can tell which tensors went through it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import OrderedDict, namedtuple
+
+import torch
+
+from ._compare import close
+from ._framework import Case, Exercise, register
+from .ch06 import drain, finish_thread, start_thread
+from .solutions import ch09 as solutions
+
+PIN_PIECES = ("minidataloader.pin_memory.pin_memory", "minidataloader.pin_memory._pin_memory_loop",
+              "torch.utils.data._utils.pin_memory.pin_memory",
+              "torch.utils.data._utils.pin_memory._pin_memory_loop")
+
+
+class StandInPinning:
+    """The check's ``pin_fn``: copies a tensor, as pinning does, and remembers the copies."""
+
+    def __init__(self, limit_bytes: int | None = None):
+        self.copies: list[torch.Tensor] = []  # kept alive, so that their ids stay theirs
+        self.limit_bytes = limit_bytes
+
+    def __call__(self, tensor):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"pin_fn pins tensors, but it was given {type(tensor).__name__}")
+        if self.limit_bytes is not None and tensor.nelement() * tensor.element_size() > self.limit_bytes:
+            raise RuntimeError("cannot pin this batch: out of page-locked memory")
+        copy = tensor.clone()
+        self.copies.append(copy)
+        return copy
+
+    def pinned(self, tensor) -> bool:
+        return any(tensor is copy for copy in self.copies)
+
+    def __deepcopy__(self, memo):
+        return self  # like a function: copying the arguments of a call keeps the same one
+
+
+class TokenBatch:
+    """A batch type of its own, as a library may define one, with a ``pin_memory()`` method
+    that the loader must call instead of looking inside. (On a machine with an accelerator
+    it would call ``self.tokens.pin_memory()``; this one marks a copy: a stand-in.)"""
+
+    def __init__(self, tokens, pinned: bool = False):
+        self.tokens, self.pinned = tokens, pinned
+
+    def pin_memory(self):
+        return TokenBatch(self.tokens.clone(), pinned=True)
+
+    def __repr__(self):
+        return f"TokenBatch({self.tokens.tolist()})"
+
+
+Pair = namedtuple("Pair", ["image", "label"])
+
+
+def describe_pinned(value, pinning: StandInPinning):
+    """``value`` with each tensor replaced by ("pinned" or "not pinned", tensor) and each
+    TokenBatch by its state: what the check compares."""
+    if isinstance(value, torch.Tensor):
+        return ("pinned" if pinning.pinned(value) else "not pinned", value)
+    if isinstance(value, TokenBatch):
+        return ("TokenBatch", "pinned by its own pin_memory()" if value.pinned else "not pinned",
+                value.tokens)
+    if isinstance(value, BaseException):
+        return f"the exception {type(value).__name__}: {value}"
+    if isinstance(value, dict):
+        return type(value)((key, describe_pinned(item, pinning)) for key, item in value.items())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(describe_pinned(item, pinning) for item in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(describe_pinned(item, pinning) for item in value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# 1. pin_batch
+
+
+def _batch_cases() -> list[Case]:
+    images = torch.arange(6.0).reshape(2, 3)
+    labels = torch.tensor([0, 1])
+    return [
+        Case({"data": images}, hint="a tensor: pin it with pin_fn(tensor) and return the copy"),
+        Case({"data": [images, labels]}, hint="a list: pin each item, and return a list"),
+        Case({"data": (images, labels)}, hint="a tuple stays a tuple"),
+        Case({"data": {"image": images, "label": labels}},
+             hint="a dict: the same keys, each value pinned"),
+        Case({"data": Pair(images, labels)},
+             hint="a namedtuple: build the same type, type(data)(*pinned_items)"),
+        Case({"data": OrderedDict(b=labels, a=images)},
+             hint="an OrderedDict stays an OrderedDict, keys in the same order"),
+        Case({"data": {"pixels": [images, images + 1], "meta": {"names": ["a", "b"], "size": 2}}},
+             hint="containers inside containers: recurse, and leave strings and numbers as "
+                  "they are"),
+        Case({"data": {"text": TokenBatch(torch.tensor([5, 6, 7])), "label": labels}},
+             hint="an object with a pin_memory() method pins itself: call data.pin_memory(), "
+                  "do not look inside it (and do not give it to pin_fn, which takes tensors)"),
+        Case({"data": ["no tensor here", 3, None, b"bytes"]},
+             hint="a string is a Sequence too, but it has nothing to pin: return it unchanged "
+                  "(check for str and bytes before Sequence)"),
+    ]
+
+
+def _use_pin_batch(implementation, case: Case):
+    pinning = StandInPinning()
+    return describe_pinned(implementation(case.inputs["data"], pinning), pinning)
+
+
+register(Exercise(
+    reference=solutions.pin_batch,
+    cases=_batch_cases,
+    run=_use_pin_batch,
+    hint=("check in this order: a tensor (pin_fn), an object with a pin_memory method, str or "
+          "bytes, a Mapping, a namedtuple, a Sequence, anything else; recurse into containers"),
+    forbidden=PIN_PIECES,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 2. The copy and the step, in numbers
+
+
+def _step_hint(nbytes: int, gbps: float, compute: float, overlap: bool) -> str:
+    copy = nbytes / (gbps * 1e9) * 1e3
+    hint = f"the copy takes {nbytes:,} bytes / ({gbps:g} x 1e9 bytes/s) = {copy:.3g} ms"
+    if overlap:
+        return hint + "; overlapped, a step lasts as long as the longer of copy and compute"
+    return hint + "; without overlap, copy and compute add up"
+
+
+STEPS = [(154_140_672, 25.0, 40.0, True), (154_140_672, 25.0, 40.0, False),
+         (154_140_672, 6.0, 12.0, True), (38_535_168, 6.0, 12.0, True),
+         (8_388_608, 4.0, 1.0, False), (1_000_000_000, 10.0, 100.0, True), (0, 12.0, 5.0, False)]
+
+register(Exercise(
+    reference=solutions.copy_and_step,
+    cases=lambda: [Case({"batch_bytes": b, "bandwidth_gbps": g, "compute_ms": c, "overlap": o},
+                        hint=_step_hint(b, g, c, o)) for b, g, c, o in STEPS],
+    compare=close(rtol=1e-9, atol=1e-12),
+    hint="copy_ms = batch_bytes / (bandwidth_gbps * 1e9) * 1000; return a tuple "
+         "(copy_ms, step_ms, hidden) with hidden = copy_ms <= compute_ms",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. The timeline of copies and steps
+
+
+def _timeline_hint(copy_ms: float, compute_ms: float, overlap: bool) -> str:
+    if not overlap:
+        return ("without overlap each copy waits for the previous step to end, and each step "
+                "for its copy: copy, step, copy, step, ...")
+    slower = "the copies" if copy_ms > compute_ms else "the steps"
+    return ("with overlap the next copy starts when a step starts; a step starts when its copy "
+            f"has ended and the previous step is over. Here {slower} set the pace")
+
+
+TIMELINES = [(2.0, 5.0, 4, True), (2.0, 5.0, 4, False), (5.0, 2.0, 4, True), (5.0, 2.0, 3, False),
+             (3.0, 3.0, 3, True), (1.0, 4.0, 0, True), (0.0, 4.0, 3, True), (2.5, 1.5, 1, True)]
+
+register(Exercise(
+    reference=solutions.copy_compute_timeline,
+    cases=lambda: [Case({"copy_ms": c, "compute_ms": s, "batches": n, "overlap": o},
+                        hint=_timeline_hint(c, s, o)) for c, s, n, o in TIMELINES],
+    compare=close(rtol=1e-9, atol=1e-9),
+    hint=("keep two times: when the next copy may start, and when the last step ended. For each "
+          "batch: copy_end = copy_start + copy_ms; compute_start = max(copy_end, last "
+          "compute_end); then the next copy starts at compute_start (overlap) or compute_end"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 4. The pin thread's loop
+
+
+def _pin_loop_cases() -> list[Case]:
+    small = torch.arange(4.0)
+
+    def case(items, hint, gap=0.0, idle=0.0, limit_bytes=None, description=""):
+        return Case({"items": tuple(items), "gap_s": gap, "idle_s": idle,
+                     "limit_bytes": limit_bytes}, hint=hint, description=description)
+
+    return [
+        case([(0, small), (1, small + 4), (2, small + 8)],
+             "take each (number, batch) from in_queue, put (number, pin_fn(batch)) on "
+             "out_queue, in the same order; stop when done_event is set",
+             description="three batches arrive, then done_event is set"),
+        case([], "with nothing to pin, wait: use in_queue.get(timeout=0.1) in a loop whose "
+                 "condition checks done_event, so that the loop notices it within 0.1 s",
+             idle=0.3, description="nothing arrives for 0.3 s, then done_event is set"),
+        case([(0, small), (1, small + 1), (2, small + 2)],
+             "an empty queue is no reason to stop: keep waiting until done_event is set",
+             gap=0.15, description="three batches, 0.15 s apart, then done_event is set"),
+        case([(0, small), (1, ValueError("sample 5 is corrupt")), (2, small + 2)],
+             "an exception from a worker is not a batch: pass it on as it is, unpinned",
+             description="batch 1 is an exception a worker sent (ValueError)"),
+        case([(0, torch.zeros(64)), (1, small)],
+             "when pin_fn raises, put (number, the exception) on out_queue instead of the "
+             "batch, and go on: the main loop raises it when it reaches that batch",
+             limit_bytes=64, description="pin_fn raises RuntimeError on batch 0 (too big to "
+                                         "pin), batch 1 is fine"),
+    ]
+
+
+STOP_LATE = ("pin_loop took longer than 1 s to stop after done_event was set: wait with "
+             "in_queue.get(timeout=0.1), and check done_event in the loop's condition")
+
+
+def _use_pin_loop(implementation, case: Case) -> dict:
+    items = case.inputs["items"]
+    in_queue, out_queue, done_event = queue.Queue(), queue.Queue(), threading.Event()
+    pinning = StandInPinning(case.inputs["limit_bytes"])
+    thread, outcome = start_thread(implementation, (in_queue, out_queue, done_event, pinning),
+                                   name="pin_memory")
+    for number, data in items:
+        if case.inputs["gap_s"]:
+            time.sleep(case.inputs["gap_s"])
+        in_queue.put((number, data))
+    deadline = time.monotonic() + 1.0
+    while out_queue.qsize() < len(items) and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.005)
+    time.sleep(case.inputs["idle_s"])
+    done_event.set()
+    returned = finish_thread(thread, outcome, 1.0, STOP_LATE)
+    return {"put on out_queue": [describe_pinned(message, pinning) for message in drain(out_queue)],
+            "returned": returned}
+
+
+register(Exercise(
+    reference=solutions.pin_loop,
+    cases=_pin_loop_cases,
+    run=_use_pin_loop,
+    hint=("while not done_event.is_set(): try to get (number, data) with a timeout (on "
+          "queue.Empty, continue); pin data unless it is an exception; put (number, data)"),
+    forbidden=PIN_PIECES,
+    time_limit=5.0,
+))

@@ -1,0 +1,436 @@
+"""Chapter 10 (when things go wrong): the exercises and their hidden cases.
+
+Two exercises run the reader's code against real processes: small pools of workers forked
+inside the checker's own child process, which the checker ends (with everything they
+started) when the time limit runs out.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import queue
+import random
+import signal
+import time
+
+from minidataloader.demo import ch10_messages
+from minidataloader.demo.synthetic import TwoArgumentError
+
+from ._framework import Case, Exercise, register
+from .solutions import ch10 as solutions
+
+FINISHED_PIECES = (
+    "minidataloader.worker._ExceptionWrapper",
+    "minidataloader.dataloader._WorkerGroup",
+    "minidataloader.dataloader._describe_death",
+)
+
+# ---------------------------------------------------------------------------------------
+# Rebuilding a worker's exception
+
+
+class NeedsAKeyword(Exception):
+    """An exception whose constructor takes its details as keyword arguments only."""
+
+    def __init__(self, *, path):
+        super().__init__(f"cannot read {path}")
+
+
+def _json_error() -> type:
+    return json.JSONDecodeError
+
+
+TRACEBACK = ("Traceback (most recent call last):\n"
+             '  File "/home/me/project/data.py", line 41, in __getitem__\n'
+             "    {code}\n{last}\n")
+
+
+def _rebuild_cases() -> list[Case]:
+    def case(exc_type, last, code, hint):
+        message = (f"{exc_type.__name__} raised in DataLoader worker 1 (pid 4242); its traceback "
+                   "there:\n" + TRACEBACK.format(code=code, last=last))
+        return Case({"exc_type": exc_type, "message": message},
+                    description=f"exc_type={exc_type.__name__}, message = a worker's traceback "
+                                f"ending in {last!r}",
+                    hint=hint)
+
+    return [
+        case(ValueError, "ValueError: sample 3 is corrupt", "raise ValueError(...)",
+             "ValueError takes one message: build ValueError(message)"),
+        case(OSError, "OSError: [Errno 5] Input/output error", "image = open(path).read()",
+             "OSError can be built from one message too"),
+        case(KeyError, "KeyError: 'label'", "return row['label']",
+             "KeyError's str() is the repr() of its argument: a plain str would print as one "
+             "line full of \\n. Wrap the message in a str subclass whose __repr__ returns "
+             "the string itself"),
+        case(TwoArgumentError, "TwoArgumentError: /data/3.png: truncated file",
+             "raise TwoArgumentError(path, 'truncated file')",
+             "TwoArgumentError(message) raises TypeError (its constructor wants two "
+             "arguments): fall back to RuntimeError(message)"),
+        case(_json_error(), "json.decoder.JSONDecodeError: Unterminated string starting at: "
+                            "line 1 column 10 (char 9)", "return json.loads(text)",
+             "JSONDecodeError's constructor wants (msg, doc, pos): fall back to "
+             "RuntimeError(message)"),
+        case(UnicodeDecodeError, "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff "
+                                 "in position 0: invalid start byte", "text = raw.decode()",
+             "UnicodeDecodeError's constructor wants five arguments: fall back to "
+             "RuntimeError(message)"),
+        case(NeedsAKeyword, "NeedsAKeyword: cannot read /data/3.png",
+             "raise NeedsAKeyword(path=path)",
+             "this constructor accepts keyword arguments only: any exception while building "
+             "it means falling back to RuntimeError(message)"),
+    ]
+
+
+def _observe_exception(implementation, case: Case) -> dict:
+    """What a training loop sees when the loader raises the rebuilt exception."""
+    error = implementation(**case.inputs)
+    if not isinstance(error, BaseException):
+        return {"returned": repr(error)[:200], "an exception": False}
+    # line by line: each a plain str (KeyError's str() may be a str subclass)
+    return {"type": type(error).__name__, "str(exception), line by line": str(error).splitlines()}
+
+
+register(Exercise(
+    reference=solutions.rebuild_exception,
+    cases=_rebuild_cases,
+    run=_observe_exception,
+    hint="try exc_type(message); if building it raises anything, return RuntimeError(message)",
+    forbidden=FINISHED_PIECES,
+    time_limit=2.0,
+))
+
+# ---------------------------------------------------------------------------------------
+# Pools of real worker processes, for the next two exercises
+
+
+def _fork():
+    return multiprocessing.get_context("fork")
+
+
+def _how_it_ended(worker) -> str:
+    code = worker.exitcode  # None while it runs (reading it reaps an ended process)
+    if code is None:
+        return "still running"
+    if code < 0:
+        return "stopped by a signal"
+    return f"exited by itself (code {code})"
+
+
+def _end_all(workers) -> None:
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+        worker.join(5)
+
+
+def _watched_worker(worker_id, result_queue, behaviour) -> None:
+    """A worker of the watchdog exercise: after 0.1 s it answers, dies or goes on sleeping."""
+    time.sleep(0.1)
+    if behaviour == "answers":
+        result_queue.put((worker_id, f"a batch from worker {worker_id}"))
+    elif behaviour == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
+    elif behaviour == "exits":
+        os._exit(3)
+    time.sleep(60)  # alive, busy with something else
+
+
+_DEATH = {"killed": "SIGKILL", "exits": "code 3"}
+
+
+def _watchdog_cases() -> list[Case]:
+    def case(behaviours, timeout, hint):
+        described = ", ".join(f"worker {i} {b}" for i, b in enumerate(behaviours)
+                              if b != "sleeps")
+        return Case({"behaviours": behaviours, "timeout": timeout},
+                    description=f"{len(behaviours)} workers; after 0.1 s "
+                                f"{described or 'nothing happens'}; timeout={timeout}",
+                    hint=hint)
+
+    return [
+        case(("sleeps", "answers"), 1.5,
+             "worker 1 puts a result on the queue: return it (worker 0 is alive)"),
+        case(("killed", "sleeps"), 1.5,
+             "worker 0 dies without sending anything: each time get() times out, look for a "
+             "worker that is no longer alive, and raise RuntimeError with its pid and "
+             "signal.Signals(-exitcode).name"),
+        case(("sleeps", "exits"), 1.5,
+             "worker 1 calls os._exit(3): its exitcode is 3; say 'exit code 3' and its pid"),
+        case(("sleeps", "sleeps"), 0.3,
+             "nothing arrives and every worker is alive: after `timeout` seconds raise "
+             "RuntimeError saying it timed out"),
+    ]
+
+
+def _use_watchdog(implementation, case: Case) -> dict:
+    context = _fork()
+    result_queue = context.Queue()
+    behaviours, timeout = case.inputs["behaviours"], case.inputs["timeout"]
+    workers = [context.Process(target=_watched_worker, args=(i, result_queue, b), daemon=True)
+               for i, b in enumerate(behaviours)]
+    for worker in workers:
+        worker.start()
+    start = time.monotonic()
+    try:
+        result = implementation(result_queue, workers, timeout)
+        return {"returned": result}
+    except NotImplementedError:
+        raise
+    except Exception as error:  # the failure it reports is the outcome
+        elapsed = time.monotonic() - start
+        message = str(error)
+        seen = {"raised": type(error).__name__}
+        dying = [i for i, b in enumerate(behaviours) if b in _DEATH]
+        if dying:
+            worker = workers[dying[0]]
+            seen["the message has the dead worker's pid"] = str(worker.pid) in message
+            seen[f"the message says {_DEATH[behaviours[dying[0]]]!r}"] = (
+                _DEATH[behaviours[dying[0]]] in message)
+            seen["noticed within 2 s of the death"] = elapsed < 0.1 + 2.0
+        else:
+            seen["the message says 'timed out'"] = "timed out" in message
+            seen["waited about `timeout` seconds"] = timeout - 0.05 <= elapsed <= timeout + 1.5
+        return seen
+    finally:
+        _end_all(workers)
+
+
+register(Exercise(
+    reference=solutions.get_result,
+    cases=_watchdog_cases,
+    run=_use_watchdog,
+    hint=("loop: result_queue.get(timeout=0.1); on queue.Empty check every worker's "
+          "is_alive(), then the deadline"),
+    forbidden=FINISHED_PIECES,
+    time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
+))
+
+
+def _pool_worker(worker_id, index_queue, result_queue, done_event, behaviour) -> None:
+    """A worker of the shutdown exercise: the loop of chapter 6, simplified. A task is a
+    number of seconds of work; None means "leave"; with done_event set, tasks are skipped."""
+    if behaviour == "stuck":
+        time.sleep(60)  # in the middle of a sample that never ends
+    if behaviour == "unread result":  # more than a pipe holds: exiting waits for a reader
+        result_queue.put((worker_id, bytes(1 << 20)))
+    while True:
+        try:
+            task = index_queue.get(timeout=0.05)
+        except queue.Empty:
+            if done_event.is_set():
+                break
+            continue
+        if task is None:
+            break
+        if done_event.is_set():
+            continue
+        time.sleep(task)
+        result_queue.put((worker_id, task))
+
+
+_SITUATIONS = {
+    "idle": "idle",
+    "busy": "busy with 10 queued tasks of 0.1 s",
+    "stuck": "stuck in a sample that takes a minute",
+    "unread result": "has a 1 MB result in the queue that nobody read",
+    "dead": "already dead (killed)",
+}
+
+
+def _shutdown_cases() -> list[Case]:
+    def case(behaviours, hint):
+        described = "; ".join(f"worker {i} {_SITUATIONS[b]}" for i, b in enumerate(behaviours))
+        return Case({"behaviours": behaviours, "timeout": 0.3},
+                    description=f"{described}; timeout=0.3", hint=hint)
+
+    return [
+        case(("idle", "idle", "idle"),
+             "idle workers leave by themselves when they get None: put one on each index "
+             "queue and wait for them; terminate nobody who leaves in time"),
+        case(("idle", "busy", "idle"),
+             "worker 1 still has tasks queued before its None: set done_event first, so that "
+             "it skips them and leaves at once"),
+        case(("idle", "idle", "stuck"),
+             "worker 2 never reads its queue: wait at most `timeout` seconds in all, then "
+             "terminate() whoever is still alive, and return their ids"),
+        case(("unread result", "idle"),
+             "worker 0 cannot exit before its last result is read from result_queue (its "
+             "queue's feeder thread waits for a reader): while you wait, keep reading "
+             "result_queue"),
+        case(("dead", "idle", "idle"),
+             "worker 0 is already dead: shutting down must neither fail nor wait for it"),
+    ]
+
+
+def _use_shutdown(implementation, case: Case) -> dict:
+    context = _fork()
+    result_queue, done_event = context.Queue(), context.Event()
+    index_queues, workers = [], []
+    behaviours, timeout = case.inputs["behaviours"], case.inputs["timeout"]
+    for worker_id, behaviour in enumerate(behaviours):
+        index_queue = context.Queue()
+        worker = context.Process(target=_pool_worker, daemon=True, args=(
+            worker_id, index_queue, result_queue, done_event, behaviour))
+        worker.start()
+        index_queues.append(index_queue)
+        workers.append(worker)
+        if behaviour == "busy":
+            for _ in range(10):
+                index_queue.put(0.1)
+        elif behaviour == "dead":
+            worker.kill()
+            worker.join()
+    time.sleep(0.05)  # let each settle into its situation
+    start = time.monotonic()
+    try:
+        returned = implementation(workers, index_queues, result_queue, done_event, timeout)
+        elapsed = time.monotonic() - start
+        return {
+            "how each worker ended": [_how_it_ended(worker) for worker in workers],
+            "finished within timeout + 2 s": elapsed <= timeout + 2.0,
+            "returned": returned,
+        }
+    finally:
+        _end_all(workers)
+
+
+register(Exercise(
+    reference=solutions.shutdown_workers,
+    cases=_shutdown_cases,
+    run=_use_shutdown,
+    hint=("done_event.set(); None on every index queue; until all have exited or `timeout` "
+          "has passed, read result_queue; terminate() and join() the rest; return their ids"),
+    forbidden=FINISHED_PIECES,
+    time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
+))
+
+# ---------------------------------------------------------------------------------------
+# Shared memory
+
+
+def _memory_cases() -> list[Case]:
+    rows = [
+        ((3, 224, 224), 4, 64, 2, 2, 1, "images as float32: a batch is 64 × 3 × 224 × 224 × 4 "
+                                        "bytes; 2 workers × 2 batches ahead, plus 1 held"),
+        ((3, 224, 224), 4, 64, 8, 2, 1, "8 workers each keep prefetch_factor batches ready"),
+        ((16,), 4, 8, 2, 2, 1, "the batches measured in the chapter: 2 × 2 + 1 = 5 batches"),
+        ((1, 28, 28), 1, 256, 4, 4, 1, "uint8 pixels: 1 byte per element"),
+        ((3, 224, 224), 4, 64, 2, 2, 3, "the training loop keeps the last 3 batches alive "
+                                        "(say, for logging): each stays in shared memory"),
+        ((3, 224, 224), 4, 64, 0, None, 1, "num_workers=0: batches are made in the main "
+                                           "process, so nothing goes through shared memory"),
+        ((), 8, 1000, 3, 1, 1, "a sample of shape () is one element: float64, 8 bytes"),
+    ]
+    return [Case({"sample_shape": shape, "element_size": size, "batch_size": batch,
+                  "num_workers": workers, "prefetch_factor": ahead, "batches_held": held},
+                 hint=hint)
+            for shape, size, batch, workers, ahead, held, hint in rows]
+
+
+register(Exercise(
+    reference=solutions.shared_memory_needed,
+    cases=_memory_cases,
+    hint=("a batch is batch_size × (product of sample_shape) × element_size bytes; the "
+          "pipeline holds num_workers × prefetch_factor of them, plus the batches_held"),
+    time_limit=2.0,
+))
+
+# ---------------------------------------------------------------------------------------
+# Which failure is it?
+
+_CODE_LINE = '  File "/home/me/project/data.py", line {line}, in {function}\n    {code}\n'
+
+
+def _worker_traceback(function: str, code: str, last: str, line: int) -> str:
+    return ("Traceback (most recent call last):\n"
+            '  File ".../torch/utils/data/_utils/worker.py", line 374, in _worker_loop\n'
+            "    data = fetcher.fetch(index)\n"
+            + _CODE_LINE.format(line=line, function=function, code=code) + last + "\n")
+
+
+# (exception type, the worker's traceback): what readers' datasets raise, traps included
+_WORKER_ERRORS = [
+    ("ValueError", _worker_traceback("__getitem__", "raise ValueError(f'bad label {y}')",
+                                     "ValueError: bad label -1", 52)),
+    ("TimeoutError", _worker_traceback("__getitem__", "data = client.get(url, timeout=5)",
+                                       "TimeoutError: [Errno 110] Connection timed out", 33)),
+    ("OSError", _worker_traceback("__getitem__", "image = Image.open(path)",
+                                  "OSError: [Errno 24] Too many open files: "
+                                  "'/data/img_01234.png'", 27)),
+    ("RuntimeError", _worker_traceback("__getitem__", "return image.cuda()",
+                                       "RuntimeError: Cannot re-initialize CUDA in forked "
+                                       "subprocess. To use CUDA with multiprocessing, you "
+                                       "must use the 'spawn' start method", 61)),
+]
+
+
+def _substitute(template: str, values: dict) -> str:
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def _classify_cases() -> list[Case]:
+    rng = random.Random(10)
+    cases = []
+
+    def add(message: str, hint: str):
+        last = message.strip().splitlines()[-1]
+        cases.append(Case({"message": message}, hint=hint,
+                          description=f"message = {message.splitlines()[0][:90]!r} … "
+                                      f"ending in {last[:90]!r}"))
+
+    for entry in ch10_messages.MESSAGES:
+        if entry.key in ("exception", "rebuilt as RuntimeError", "CUDA in a forked worker"):
+            continue  # below, with real tracebacks inside
+        meaning = ch10_messages.CATEGORIES[entry.category][0]
+        for wording in (entry.torch, entry.ours):
+            if wording:
+                add(_substitute(wording, {**_values(rng), "type": "ValueError"}),
+                    f"this is the message for: {meaning}; expected {entry.category!r}")
+    exception = ch10_messages.BY_KEY["exception"]
+    rebuilt = ch10_messages.BY_KEY["rebuilt as RuntimeError"]
+    for exc_type, traceback in _WORKER_ERRORS:
+        for wording in (exception.torch, exception.ours):
+            message = _substitute(wording, {**_values(rng), "type": exc_type,
+                                            "traceback": traceback})
+            if "CUDA" in traceback:
+                add(message, "an exception in a worker, but the one whose fix is specific: "
+                             "CUDA used in a forked worker. Check for it first")
+            else:
+                add(message, "an exception raised by the dataset in a worker: whatever its "
+                             "own traceback says, it is 'exception' (check for the wrapper "
+                             "wording before the other clues)")
+    add(_substitute(rebuilt.torch, {**_values(rng), "type": "JSONDecodeError",
+                                    "traceback": _worker_traceback(
+                                        "__getitem__", "return json.loads(text)",
+                                        "json.decoder.JSONDecodeError: Expecting value: line 1 "
+                                        "column 1 (char 0)", 18)}),
+        "a RuntimeError, but it says 'Caught JSONDecodeError in DataLoader worker process': "
+        "an exception raised in a worker, rebuilt as RuntimeError")
+    add("RuntimeError: DataLoader worker (pid 31337) is killed by signal: Aborted. "
+        "\n\nThe above exception was the direct cause of the following exception:\n\n"
+        "RuntimeError: DataLoader worker (pid(s) 31337) exited unexpectedly",
+        "killed by a signal that is neither SIGKILL nor SIGBUS (here SIGABRT, an abort in "
+        "native code): 'crashed'")
+    add("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+        "79.1 GiB total capacity)",
+        "the GPU ran out of memory in the training loop: not a loader failure, so 'unknown'")
+    return cases
+
+
+def _values(rng: random.Random) -> dict:
+    return {"pid": str(rng.randrange(1000, 60000)), "worker": str(rng.randrange(4)),
+            "code": str(rng.choice([1, 2, 3])), "seconds": rng.choice(["5", "30", "120.0"]),
+            "traceback": "", "rest": " …", "cause": ""}
+
+
+register(Exercise(
+    reference=solutions.classify_failure,
+    cases=_classify_cases,
+    hint="look for the words the real messages use; check the categories in the order given",
+    time_limit=2.0,
+))

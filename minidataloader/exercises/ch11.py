@@ -1,0 +1,189 @@
+"""Chapter 11 (performance): the exercises and their hidden cases.
+
+Timings cannot be checked (they change from run to run), so the exercises work on what
+measurements give: a benchmark report, a sweep's results, the events of a trace; and one
+builds the fastest loader of all for a table in memory, which must give the same batches as
+a shuffling DataLoader.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._compare import close
+from ._framework import Case, Exercise, register, take
+from .solutions import ch11 as solutions
+
+# ---------------------------------------------------------------------------------------
+# 1. Reading a benchmark report
+
+
+def _row(workload: str, torch_s: float, mini_s: float) -> dict:
+    return {"workload": workload, "measures": "epoch", "torch_s": torch_s, "mini_s": mini_s,
+            "speed_ratio": torch_s / mini_s, "pairs": 9}
+
+
+def _report(*rows) -> dict:
+    return {"benchmark": "minidataloader vs torch.utils.data", "quick": False,
+            "machine": {"cpus_usable": 2, "torch": "2.13.0"}, "workloads": list(rows)}
+
+
+def _verdict_cases() -> list[Case]:
+    def case(report, noise, hint):
+        rows = ", ".join(f"{r['workload']}: torch {r['torch_s']} s, minidataloader "
+                         f"{r['mini_s']} s" for r in report["workloads"])
+        return Case({"report": report, "noise": noise},
+                    description=f"workloads {rows or '(none)'}; noise={noise}", hint=hint)
+
+    return [
+        case(_report(_row("tiny-w0", 0.20, 0.10), _row("io-w4", 0.10, 0.20)), 0.1,
+             "torch_s / mini_s above 1 + noise: minidataloader took less time (faster); "
+             "below 1 / (1 + noise): torch was faster"),
+        case(_report(_row("tiny-w2", 1.05, 1.0), _row("large-w2", 1.0, 1.05)), 0.1,
+             "a difference of 5% is within noise=0.1: both are 'a tie'"),
+        case(_report(_row("tiny-w2", 1.05, 1.0), _row("large-w2", 1.0, 1.05)), 0.01,
+             "with noise=0.01 a 5% difference is no longer a tie"),
+        case(_report(_row("a", 0.5, 0.5)), 0.0, "equal times are a tie, whatever the noise"),
+        case(_report(), 0.1, "no workloads: an empty dict"),
+        case(_report(_row("first-batch-fork", 0.3, 0.25), _row("unordered-w2", 0.8, 1.2),
+                     _row("epoch-start-fresh", 0.4, 0.41)), 0.1,
+             "use each workload's name as the key, and the words exactly: "
+             "'minidataloader faster', 'torch faster' or 'a tie'"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.benchmark_verdicts,
+    cases=_verdict_cases,
+    hint=("for each row of report['workloads'], ratio = torch_s / mini_s; compare it with "
+          "1 + noise and with 1 / (1 + noise)"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Choosing num_workers from a sweep
+
+
+def _sweep_cases() -> list[Case]:
+    def case(speeds, tolerance, hint):
+        return Case({"samples_per_s": speeds, "tolerance": tolerance}, hint=hint)
+
+    return [
+        case({0: 300.0, 1: 550.0, 2: 1000.0, 4: 1050.0}, 0.1,
+             "2 workers give 1000 samples/s, within 10% of the best (1050): 2 is enough"),
+        case({0: 300.0, 1: 550.0, 2: 1000.0, 4: 1050.0}, 0.01,
+             "with tolerance=0.01 only the best itself is good enough"),
+        case({0: 900.0, 2: 400.0, 4: 380.0}, 0.1,
+             "here the workers cost more than they bring: 0 workers is the fastest"),
+        case({4: 100.0, 2: 95.0, 8: 101.0, 0: 20.0}, 0.1,
+             "the dict is not sorted: look at every entry, and return the smallest number "
+             "of workers that is good enough"),
+        case({3: 10.0}, 0.1, "one setting measured: it is the answer"),
+        case({0: 500.0, 1: 450.0, 2: 449.0}, 0.1,
+             "good enough means at least (1 - tolerance) * best: 450 is, 449 is not"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.fewest_workers,
+    cases=_sweep_cases,
+    hint=("find the best speed with max(), keep the settings whose speed is at least "
+          "(1 - tolerance) times it, and return the smallest of their num_workers"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. How long the training loop waited
+
+
+def _events(*steps, start=0, end=None) -> list[dict]:
+    """Main-loop events of one epoch: ``steps`` are (yielded, step_start, step_end) times
+    in ms; the trace's own event names and nanoseconds."""
+    records = [{"event": "epoch_start", "t_ns": start * 1_000_000}]
+    for batch, (yielded, step_start, step_end) in enumerate(steps):
+        records += [{"event": "yielded", "batch": batch, "t_ns": yielded * 1_000_000},
+                    {"event": "step_start", "batch": batch, "t_ns": step_start * 1_000_000},
+                    {"event": "step_end", "batch": batch, "t_ns": step_end * 1_000_000}]
+    if end is not None:
+        records.append({"event": "epoch_end", "t_ns": end * 1_000_000})
+    return records
+
+
+def _describe_events(records: list[dict]) -> str:
+    return "; ".join(f"{r['event']}" + (f" {r['batch']}" if "batch" in r else "")
+                     + f" at {r['t_ns'] / 1e6:g} ms" for r in records)
+
+
+def _wait_cases() -> list[Case]:
+    def case(records, hint):
+        return Case({"records": records}, description=_describe_events(records), hint=hint)
+
+    return [
+        case(_events((30, 30, 40), (55, 55, 65), end=70),
+             "the loop waited 30 ms for batch 0 (from epoch_start) and 15 ms for batch 1 "
+             "(from the end of step 0): 0.045 s"),
+        case(_events((5, 5, 50), (50, 50, 95), (95, 95, 140), end=141),
+             "the batches were ready when asked for: only the first wait (5 ms) counts"),
+        case(_events((10, 12, 20), (21, 21, 30), start=2, end=31),
+             "a wait starts when the loop is free to ask: at epoch_start (2 ms), or when a "
+             "step ends; the time between yielded and step_start is not waiting for data"),
+        case(_events(start=0, end=10),
+             "no batch at all: no waiting for a batch (the wait for the end of the epoch "
+             "does not count)"),
+        case(_events((1000, 1000, 1001), (3000, 3000, 3001), end=4000),
+             "the result is in seconds, not nanoseconds: divide by 1e9"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.waiting_seconds,
+    cases=_wait_cases,
+    compare=close(rtol=1e-9, atol=1e-12),
+    hint=("remember when the loop became free (epoch_start, step_end); at the next "
+          "'yielded', add the time since then. Return seconds"),
+    forbidden=("minidataloader.viz.trace.Trace.summary", "minidataloader.viz.trace.Trace._waits"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 4. The fastest loader for a table in memory
+
+
+def _tables() -> list[Case]:
+    generator = torch.Generator().manual_seed(11)
+    cases = []
+    for rows, columns, batch_size, seed, hint in [
+        (10, 3, 4, 0, "shuffle with torch.randperm(n, generator=generator), as RandomSampler "
+                      "does; the last batch holds the 2 rows left over"),
+        (12, 2, 4, 1, "12 rows in batches of 4: three full batches"),
+        (5, 4, 8, 2, "fewer rows than one batch: one batch of all 5 rows, shuffled"),
+        (1, 1, 1, 3, "one row, batches of one"),
+        (300, 8, 64, 4, "slice features[indices] and labels[indices] with a tensor of "
+                        "indices: one gather per batch"),
+    ]:
+        features = torch.randn(rows, columns, generator=generator)
+        labels = torch.randint(0, 10, (rows,), generator=generator)
+        cases.append(Case(
+            {"features": features, "labels": labels, "batch_size": batch_size, "seed": seed},
+            description=(f"features: {rows}x{columns} floats, labels: {rows} ints, "
+                         f"batch_size={batch_size}, generator seeded with {seed}"),
+            hint=hint))
+    return cases
+
+
+def _use_sliced_batches(implementation, case: Case) -> list:
+    inputs = dict(case.inputs)
+    generator = torch.Generator().manual_seed(inputs.pop("seed"))
+    batches = implementation(**inputs, generator=generator)
+    n, b = len(inputs["labels"]), inputs["batch_size"]
+    return take(batches, limit=-(-n // b) + 1)  # an endless generator: a verdict
+
+
+register(Exercise(
+    reference=solutions.sliced_batches,
+    cases=_tables,
+    run=_use_sliced_batches,
+    hint=("draw one permutation, order = torch.randperm(len(labels), generator=generator), "
+          "then yield the tuple (features[idx], labels[idx]) for each slice idx of batch_size "
+          "indices"),
+))

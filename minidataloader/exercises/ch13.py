@@ -1,0 +1,345 @@
+"""Chapter 13 (capstone): the exercises and their hidden cases.
+
+``WorkerSafeNoise`` runs inside real worker processes of minidataloader's DataLoader, started
+with fork (the checker itself runs in a forked child, and only fork hands the reader's
+notebook code to a worker without pickling it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+
+import torch
+from torch.utils.data import DataLoader
+
+import minidataloader as mdl
+
+from ._compare import difference
+from ._framework import Case, Exercise, register, take
+from .solutions import ch13 as solutions
+
+
+@contextlib.contextmanager
+def _quiet_loader_warnings():
+    """The hidden cases use up to 3 workers on any machine: the warning about more workers
+    than CPUs is not the reader's doing."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*worker processes", category=UserWarning)
+        yield
+
+
+# ---------------------------------------------------------------------------------------
+# A whole data pipeline for a new table
+
+PIPELINE_PIECES = ("Dataset", "TensorDataset", "Subset", "random_split", "DataLoader")
+
+
+def _table(rows: int, columns: int, classes: int, seed: int) -> dict:
+    generator = torch.Generator().manual_seed(seed)
+    scales = torch.logspace(0, 3, columns)  # features from ones to thousands: scaling matters
+    features = (torch.randn(rows, columns, generator=generator) + 2) * scales
+    labels = torch.randint(0, classes, (rows,), generator=generator)
+    return {"features": features, "labels": labels, "seed": seed}
+
+
+def _pipeline_cases() -> list[Case]:
+    def case(rows, columns, classes, seed, hint):
+        return Case(_table(rows, columns, classes, seed), hint=hint,
+                    description=f"a table of {rows} rows, {columns} float32 features and "
+                                f"int64 labels from 0 to {classes - 1}, seed={seed}")
+
+    return [
+        case(60, 3, 2, 0, "60 rows: 48 for training (3 full batches of 16), 12 to validate"),
+        case(101, 4, 3, 1, "101 rows: random_split's fractions give 81 training rows "
+                           "(the leftover row goes to the first split): 5 full batches and "
+                           "one row that must be dropped"),
+        case(21, 2, 2, 7, "21 rows: 17 for training, so one full batch and one sample left over"),
+        case(400, 5, 4, 3, "400 rows: 80 validation rows make one batch of 64 and one of 16, "
+                           "in the split's order"),
+    ]
+
+
+def _use_pipeline(implementation, case: Case) -> dict:
+    result = implementation(**case.inputs)
+    seen = {"type of what it returned": type(result).__name__}
+    train_loader, val_loader = result
+    rows = len(case.inputs["labels"])
+    seen["len(train_loader)"] = len(train_loader)
+    seen["len(val_loader)"] = len(val_loader)
+    for epoch in (1, 2):
+        seen[f"training batches, epoch {epoch}"] = take(train_loader, rows + 1)
+    seen["validation batches"] = take(val_loader, rows + 1)
+    return seen
+
+
+def _compare_pipeline(expected, got) -> str | None:
+    """The first difference, and what usually causes it."""
+    compare = functools.partial(difference, tolerance=(1e-5, 1e-6))
+    for key, value in expected.items():
+        if key not in got:
+            break
+        problem = compare(value, got[key], key)
+        if problem is None:
+            continue
+        if key.startswith("type"):
+            return f"{problem}: return the two loaders as a tuple, (train_loader, val_loader)"
+        if key.startswith("len"):
+            return (f"{problem}: the training loader drops its incomplete last batch "
+                    "(drop_last=True); the validation loader keeps every row, in batches of 64")
+        batches = key.split(",")[0]
+        if _labels(value) != _labels(got[key]):
+            return (f"the labels of the {batches} come in another order ({problem}): the rows "
+                    "are split by random_split(range(N), [0.8, 0.2]) with a generator seeded "
+                    "with seed; the training loader shuffles with a generator of its own, "
+                    "also seeded with seed; the validation loader does not shuffle")
+        return (f"the labels are right but the features are not ({problem}): standardise "
+                "with the mean and the standard deviation of the TRAINING rows only, "
+                "features[train_rows].mean(dim=0) and .std(dim=0) (torch's default std)")
+    return compare(expected, got)
+
+
+def _labels(batches) -> list | None:
+    try:
+        return [labels.tolist() for _, labels in batches]
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+register(Exercise(
+    reference=solutions.build_pipeline,
+    cases=_pipeline_cases,
+    run=_use_pipeline,
+    compare=_compare_pipeline,
+    hint=("split the row numbers, compute mean and std of features[train_rows] only, scale "
+          "every row with them, then build a shuffled, drop_last training loader with its own "
+          "generator and an in-order validation loader"),
+    allowed=PIPELINE_PIECES,
+    time_limit=3.0,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Loader settings for a scenario
+
+def _scenario(phase="train", samples=1000, batch_size=32, batch_norm=False,
+              reading="in memory", device="cpu", epochs=10) -> dict:
+    return {"scenario": {"phase": phase, "samples": samples, "batch_size": batch_size,
+                         "batch_norm": batch_norm, "reading": reading, "device": device,
+                         "epochs": epochs}}
+
+
+def _settings_cases() -> list[Case]:
+    def case(hint, **scenario):
+        return Case(_scenario(**scenario), hint=hint)
+
+    return [
+        case("training: shuffle, so that every epoch sees the samples in a new order; data "
+             "already in memory needs no worker processes (num_workers=0), and without "
+             "workers there is nothing to keep alive (persistent_workers=False)"),
+        case("evaluation: shuffle=False keeps prediction k next to sample k; never drop "
+             "samples you want to evaluate", phase="evaluate", batch_norm=True, samples=1025),
+        case("BatchNorm cannot normalise a training batch of ONE sample: 1025 % 32 == 1, so "
+             "drop the last batch (drop_last=True)", batch_norm=True, samples=1025),
+        case("1030 % 32 == 6: the last batch holds 6 samples, which BatchNorm handles; keep it",
+             batch_norm=True, samples=1030),
+        case("images decoded from files for every sample: worker processes pay for "
+             "themselves (num_workers=4), and over 10 epochs they should start only once "
+             "(persistent_workers=True)", reading="from disk"),
+        case("a GPU: pin_memory=True puts batches in page-locked host memory, from which the "
+             "copy to the GPU is faster and can run asynchronously", device="cuda",
+             reading="from disk", epochs=1),
+        case("one epoch only: persistent workers would save nothing (they would start once "
+             "anyway)", reading="from disk", epochs=1),
+        case("evaluation on a GPU, data in memory: no workers, in order, pinned",
+             phase="evaluate", device="cuda"),
+    ]
+
+
+def _use_settings(implementation, case: Case) -> dict:
+    settings = implementation(**case.inputs)
+    scenario = case.inputs["scenario"]
+    seen = {"settings": settings}
+    # the loader must accept them (persistent_workers without workers is refused)
+    with _quiet_loader_warnings():
+        DataLoader(range(scenario["samples"]), batch_size=scenario["batch_size"], **settings)
+    return seen
+
+
+register(Exercise(
+    reference=solutions.choose_loader_settings,
+    cases=_settings_cases,
+    run=_use_settings,
+    hint=("shuffle for training only; drop_last only when a training batch of one sample "
+          "would reach BatchNorm; workers (4) only when samples are read from disk; "
+          "pin_memory on a GPU; persistent_workers when there are workers and more than one "
+          "epoch"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# A worker-safe augmentation
+
+
+class Blanks(mdl.Dataset):
+    """Sample i is ``(noise(zeros), i)``: with an image of zeros, what comes out is the
+    noise itself, so repeated noise is easy to spot."""
+
+    def __init__(self, transform, n: int = 12, size: int = 3):
+        self.transform, self.n, self.size = transform, n, size
+        self.images = [torch.zeros(size) for _ in range(n)]
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.transform(self.images[i]), i
+
+
+def _repeats(batches: list) -> int:
+    rows = [tuple(row) for noise, _ in batches for row in noise.tolist()]
+    return len(rows) - len(set(rows))
+
+
+def _use_noise(implementation, case: Case) -> dict:
+    spec = case.inputs
+    transform = implementation(spec["seed"])
+    dataset = Blanks(transform)
+    seen = {}
+    if spec["preview"]:  # the script looks at one sample before training
+        seen["a sample read in the main process"] = dataset[0][0]
+    workers = spec["num_workers"]
+    with _quiet_loader_warnings():
+        loader = mdl.DataLoader(
+            dataset, batch_size=4, shuffle=True, num_workers=workers,
+            persistent_workers=spec["persistent"],
+            multiprocessing_context="fork" if workers else None,
+            generator=torch.Generator().manual_seed(spec["loader_seed"]))
+        for epoch in range(1, spec["epochs"] + 1):
+            batches = take(loader, len(dataset) + 1)
+            seen[f"epoch {epoch}: noise patterns that repeat an earlier one"] = _repeats(batches)
+            seen[f"epoch {epoch}"] = batches
+    seen["the dataset's images afterwards are still zeros"] = all(
+        not image.any() for image in dataset.images)
+    return seen
+
+
+def _noise_cases() -> list[Case]:
+    def case(num_workers, hint, preview=False, persistent=False, seed=5, loader_seed=0,
+             epochs=2):
+        settings = f"num_workers={num_workers}" + (", persistent_workers=True" * persistent)
+        return Case({"seed": seed, "num_workers": num_workers, "preview": preview,
+                     "persistent": persistent, "loader_seed": loader_seed, "epochs": epochs},
+                    description=(f"WorkerSafeNoise({seed}) on 12 blank images, "
+                                 f"DataLoader({settings}, shuffle=True, generator seed "
+                                 f"{loader_seed}), {'two epochs' if epochs == 2 else 'one epoch'}"
+                                 + (", one sample read in the main process first" * preview)),
+                    hint=hint)
+
+    return [
+        case(0, "no workers: get_worker_info() is None, so draw from a generator seeded with "
+                "the seed given to __init__, made once and then used on and on (the second "
+                "epoch continues its stream)"),
+        case(2, "in a worker, seed the generator with minidataloader.get_worker_info().seed "
+                "(this check runs minidataloader's DataLoader, whose workers answer "
+                "minidataloader's get_worker_info; torch's says None there): workers get "
+                "different seeds, so no noise pattern repeats", epochs=1),
+        case(3, "the main process used the transform first, and each worker starts with a "
+                "copy of it: a generator that already exists was made for ANOTHER seed. "
+                "Remember which seed your generator was made from, and make a new one when "
+                "this process's seed differs", preview=True, seed=11, loader_seed=1, epochs=1),
+        case(2, "persistent workers keep their seed from one epoch to the next: keep drawing "
+                "from the same generator (do not make a new one for the same seed), or the "
+                "second epoch repeats the first", persistent=True, loader_seed=3),
+    ]
+
+
+register(Exercise(
+    reference=solutions.WorkerSafeNoise,
+    cases=_noise_cases,
+    run=_use_noise,
+    compare=lambda expected, got: difference(expected, got, tolerance=(1e-5, 1e-6)),
+    hint=("in __call__: info = minidataloader.get_worker_info(); the seed is self.seed when "
+          "info is None, else info.seed. Keep the generator and the seed it was made from; "
+          "make a new torch.Generator().manual_seed(seed) only when they differ. Return "
+          "image + 0.1 * torch.randn(image.shape, generator=...)"),
+    allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
+    time_limit=4.0,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# A DataLoader assembled from the pieces
+
+
+class Pairs(mdl.Dataset):
+    """Sample i is ``(i * i, tensor([i, -i]))``: an int and a tensor, so that collating
+    gives a list of two tensors."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(f"index {i} out of range for {self.n} samples")
+        return i * i, torch.tensor([i, -i])
+
+
+def _use_loader(implementation, case: Case) -> dict:
+    spec = dict(case.inputs)
+    size = spec.pop("size")
+    generator_seed = spec.pop("generator_seed")
+    generator = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
+    loader = implementation(Pairs(size), generator=generator, **spec)
+    seen = {"len(loader)": len(loader)}
+    for epoch in (1, 2):
+        seen[f"epoch {epoch}"] = take(loader, size + 1)
+    seen["torch.rand(2) afterwards (the global generator)"] = torch.rand(2)
+    if generator is not None:
+        seen["torch.rand(2, generator=generator) afterwards"] = torch.rand(2, generator=generator)
+    return seen
+
+
+def _loader_cases() -> list[Case]:
+    def case(size, batch_size, hint, shuffle=False, drop_last=False, generator_seed=None):
+        arguments = {"size": size, "batch_size": batch_size, "shuffle": shuffle,
+                     "drop_last": drop_last, "generator_seed": generator_seed}
+        generator = ("no generator" if generator_seed is None
+                     else f"generator=torch.Generator().manual_seed({generator_seed})")
+        return Case(arguments, hint=hint,
+                    description=f"AssembledLoader(a dataset of {size} pairs, batch_size="
+                                f"{batch_size}, shuffle={shuffle}, drop_last={drop_last}, "
+                                f"{generator}), two epochs")
+
+    return [
+        case(10, 4, "in order: batches of 4, 4 and 2, collated with default_collate; and "
+                    "every epoch draws ONE number from the global generator (the base seed "
+                    "torch's loader draws for its workers, even with no workers)"),
+        case(10, 3, "drop_last=True: 3 batches of 3; the 10th sample is not used",
+             drop_last=True),
+        case(10, 4, "with a generator, every epoch draws from it, in torch's order: the base "
+                    "seed, then torch.randperm(n) for the order, then one more "
+                    "torch.randperm(n) that is not used (RandomSampler's empty head)",
+             shuffle=True, generator_seed=0),
+        case(9, 2, "without a generator, the order comes from a generator seeded by one "
+                   "draw from the global generator, made after the base seed is drawn",
+             shuffle=True, drop_last=True),
+        case(0, 3, "an empty dataset: no batches, but the base seed is still drawn",
+             generator_seed=1),
+    ]
+
+
+register(Exercise(
+    reference=solutions.AssembledLoader,
+    cases=_loader_cases,
+    run=_use_loader,
+    hint=("__iter__ as a generator function: draw the base seed with torch.empty((), "
+          "dtype=torch.int64).random_(generator=self.generator); then the order (shuffled as "
+          "RandomSampler does); then yield default_collate of each batch's samples"),
+    allowed=("Dataset", "IterableDataset", "Sampler", "default_collate"),
+    time_limit=3.0,
+))
