@@ -672,8 +672,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return True, self._data_queue.get(timeout=timeout)
         except Exception as error:
             if not isinstance(error, queue.Empty):
-                # A batch from a worker that died as it sent it fails to unpickle (EOFError,
-                # ConnectionResetError): wait a moment for a worker to end, and reap it.
+                # A batch from a worker that died as it sent it cannot be rebuilt here: its
+                # tensors' file descriptors must be fetched from the sender, which is gone
+                # (ConnectionRefusedError, EOFError...). Wait a moment for it to end; reap it.
                 active = {worker.sentinel: worker for worker_id, worker
                           in enumerate(self._group.workers) if self._workers_status[worker_id]}
                 for ended in multiprocessing.connection.wait(active, _STATUS_CHECK_INTERVAL):
