@@ -27,23 +27,16 @@ import random
 
 import numpy as np
 import torch
-import torch.utils.data
 
 from minidataloader.arithmetic import SHARDINGS, worker_shard
 from minidataloader.dataset import Dataset
 from minidataloader.demo.digits import DigitsDataset
-from minidataloader.worker import get_worker_info
+from minidataloader.demo.synthetic import any_worker_info
 
 GLOBAL_SOURCES = ("torch", "numpy", "random")
 OBJECT_SOURCES = ("torch object", "numpy object", "random object")
 SOURCES = GLOBAL_SOURCES + OBJECT_SOURCES
 MAX_SHIFT = 2
-
-
-def any_worker_info():
-    """This worker's info under either loader: minidataloader's workers answer
-    minidataloader's ``get_worker_info``, torch's workers torch's (the chapter runs both)."""
-    return get_worker_info() or torch.utils.data.get_worker_info()
 
 
 def make_generator(source: str, seed: int):

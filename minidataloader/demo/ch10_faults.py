@@ -36,9 +36,8 @@ import time
 import torch
 
 from minidataloader.dataset import Dataset
-from minidataloader.worker import get_worker_info
 
-from .synthetic import SlowDataset, _torch_worker_info
+from .synthetic import SlowDataset, any_worker_info
 
 # ---------------------------------------------------------------------------------------
 # Datasets and functions that fail inside workers
@@ -80,7 +79,7 @@ class JsonRecords(Dataset):
 
 
 def _in_worker() -> bool:
-    return (get_worker_info() or _torch_worker_info()) is not None
+    return any_worker_info() is not None
 
 
 def touch_a_page_with_nothing_behind_it() -> None:

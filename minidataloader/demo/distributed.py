@@ -36,7 +36,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import minidataloader
-from minidataloader.worker import get_worker_info
+from minidataloader.demo.synthetic import any_worker_info
 
 RESULTS_FILE = "results.json"
 
@@ -166,7 +166,7 @@ class RankWorkerStream(torch.utils.data.IterableDataset):
                            else (dist.get_world_size() if joined else 1))
 
     def __iter__(self):
-        info = get_worker_info() or torch.utils.data.get_worker_info()
+        info = any_worker_info()
         worker, num_workers = (info.id, info.num_workers) if info else (0, 1)
         reader, readers = self.rank * num_workers + worker, self.world_size * num_workers
         for sample in range(reader, self.n, readers):

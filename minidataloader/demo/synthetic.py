@@ -64,7 +64,7 @@ class SeedsObserver(Dataset):
         return self.n
 
     def __getitem__(self, i):
-        info = get_worker_info() or _torch_worker_info()
+        info = any_worker_info()
         return {
             "index": i,
             "worker": None if info is None else info.id,
@@ -78,11 +78,14 @@ class SeedsObserver(Dataset):
         }
 
 
-def _torch_worker_info():
-    """torch's WorkerInfo, when torch's own DataLoader runs this dataset (the book
-    compares both): only if torch.utils.data is already loaded, never importing it."""
-    module = sys.modules.get("torch.utils.data")
-    return module.get_worker_info() if module is not None else None
+def any_worker_info():
+    """This worker's info under either loader: minidataloader's workers answer its
+    ``get_worker_info``, torch's own DataLoader (the book runs both) answers torch's, which
+    is asked only if torch.utils.data is already loaded, never importing it."""
+    info = get_worker_info()
+    if info is None and (module := sys.modules.get("torch.utils.data")) is not None:
+        info = module.get_worker_info()
+    return info
 
 
 class CountingStream(IterableDataset):
@@ -94,7 +97,7 @@ class CountingStream(IterableDataset):
         self.n, self.shard = n, shard
 
     def __iter__(self):
-        info = get_worker_info() or _torch_worker_info()
+        info = any_worker_info()
         if info is None or not self.shard:
             return iter(range(self.n))
         return iter(range(info.id, self.n, info.num_workers))
@@ -134,7 +137,7 @@ class FaultyDataset(Dataset):
         return self.n
 
     def __getitem__(self, i):
-        in_worker = (get_worker_info() or _torch_worker_info()) is not None
+        in_worker = (any_worker_info()) is not None
         if i != self.at or not (in_worker or self.in_main):
             return i
         if self.fault == "ValueError":
