@@ -75,6 +75,17 @@ def test_load_results_reads_what_json_wrote(tmp_path):
     assert load_results(str(path)) == report
 
 
+def test_load_results_reads_the_report_named_by_the_environment(tmp_path, monkeypatch):
+    """Chapter 11 plots the committed run, or the reader's own when this variable names it."""
+    report = {"machine": {"cpus_usable": 1}, "workloads": []}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(report))
+    monkeypatch.setenv("MINIDATALOADER_FULL_RUN", str(path))
+    assert load_results() == report
+    monkeypatch.delenv("MINIDATALOADER_FULL_RUN")
+    assert load_results()["quick"] is False  # the committed full run
+
+
 def test_the_committed_full_run_has_the_documented_shape():
     """Chapter 11 quotes results/full_run.json through load_results(): it must be a full
     run (not --quick) of every workload, with at least 7 interleaved pairs each."""

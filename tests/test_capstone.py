@@ -11,7 +11,7 @@ import torch
 import torch.utils.data as tud
 
 import minidataloader as mdl
-from minidataloader.demo import capstone
+from minidataloader.demo import ch13_capstone as capstone
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -12,7 +12,8 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 from minidataloader.demo import ch10_messages
-from minidataloader.demo.ch10_faults import SlowSample, error_text
+from minidataloader.demo.ch10_failing import SlowSample
+from minidataloader.demo.compare import error_text
 from minidataloader.demo.synthetic import FaultyDataset
 from minidataloader.exercises.solutions.ch10 import classify_failure
 

@@ -5,7 +5,6 @@ here (that is the chapter's job, with margins); only their shape and their sense
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -112,14 +111,6 @@ def test_workers_share_the_array_and_report_their_pids():
     expected = dataset.array.sum(axis=1)
     assert torch.allclose(sums, torch.tensor(expected[2:4], dtype=sums.dtype), rtol=1e-4)
     del iterator
-
-
-def test_load_full_run_reads_the_report_named_by_the_environment(tmp_path, monkeypatch):
-    report = {"machine": {"cpus_usable": 1}, "workloads": []}
-    path = tmp_path / "mine.json"
-    path.write_text(json.dumps(report))
-    monkeypatch.setenv("MINIDATALOADER_FULL_RUN", str(path))
-    assert perf.load_full_run() == report
 
 
 def test_digits_for_training_enlarges_each_image():

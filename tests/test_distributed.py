@@ -3,7 +3,7 @@ over loopback), started with torch.multiprocessing.spawn, each asking the group 
 and the world size. minidataloader's shards must be torch's, epoch by epoch, with and without
 drop_last; a rank that fails or hangs must not leave the others running.
 
-The ranks run minidataloader.demo.distributed (the code chapter 12 shows). One spawn of two
+The ranks run minidataloader.demo.ch12_distributed (the code chapter 12 shows). One spawn of two
 ranks costs a few seconds (each imports torch): the shard tests share it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from torch.multiprocessing import ProcessRaisedException
 from torch.utils.data import DistributedSampler
 
-from minidataloader.demo import distributed as demo
+from minidataloader.demo import ch12_distributed as demo
 from minidataloader.exercises.solutions import ch12
 
 pytestmark = pytest.mark.timeout(240)

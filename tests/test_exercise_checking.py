@@ -404,13 +404,13 @@ def test_delegation_through_a_closure_and_a_default_argument():
 
 
 def test_delegation_to_the_finished_piece_of_the_package():
-    from minidataloader.arithmetic import epoch_arithmetic
+    from minidataloader.viz.arithmetic import epoch_arithmetic
 
     def iterations_per_epoch(dataset_size, batch_size, drop_last=False):
         return epoch_arithmetic(dataset_size, batch_size, drop_last).iterations_per_epoch
 
     verdict = check(iterations_per_epoch)
-    assert "minidataloader.arithmetic.epoch_arithmetic" in verdict.summary, str(verdict)
+    assert "minidataloader.viz.arithmetic.epoch_arithmetic" in verdict.summary, str(verdict)
 
 
 def test_delegation_caught_even_when_the_reader_swallows_every_exception():

@@ -1,4 +1,4 @@
-"""The reader's GPU measurement script, minidataloader/demo/gpu_bandwidth.py.
+"""The reader's GPU measurement script, minidataloader/bench/gpu_bandwidth.py.
 
 Without CUDA (this machine, CI) it must say so clearly and exit with status 1; with CUDA
 it measures. Its arithmetic and its report are checked on made-up numbers.
@@ -12,9 +12,9 @@ import sys
 import pytest
 import torch
 
-from minidataloader.demo import gpu_bandwidth as script
+from minidataloader.bench import gpu_bandwidth as script
 
-COMMAND = [sys.executable, "-m", "minidataloader.demo.gpu_bandwidth"]
+COMMAND = [sys.executable, "-m", "minidataloader.bench.gpu_bandwidth"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: see the next test")
@@ -23,7 +23,7 @@ def test_without_cuda_it_says_so_and_exits_with_status_1():
     assert run.returncode == script.NO_CUDA_STATUS == 1, run
     assert run.stdout == ""
     assert "No CUDA GPU here" in run.stderr
-    assert "python -m minidataloader.demo.gpu_bandwidth" in run.stderr  # what to run, where
+    assert "python -m minidataloader.bench.gpu_bandwidth" in run.stderr  # what to run, where
     assert "Traceback" not in run.stderr
 
 

@@ -1,19 +1,17 @@
-"""The benchmark: minidataloader against ``torch.utils.data``, same workloads, same process.
+"""Programs that measure, and print what they measured (never timed tests).
 
-    python -m minidataloader.bench                  # the full run (5-10 minutes)
-    python -m minidataloader.bench --quick          # every workload, smaller (< 1 minute)
+    python -m minidataloader.bench                  # the full run (3-9 minutes)
+    python -m minidataloader.bench --quick          # every workload, smaller (about a minute)
     python -m minidataloader.bench --workload io-w4 --json out.json
+    python -m minidataloader.bench.gpu_bandwidth    # chapter 9's copies, on your CUDA GPU
 
-Runs alternate between the libraries (torch, mini, mini, torch, torch, mini, ...), so a
-machine that slows down or speeds up during the run affects both alike; each workload
-reports the median of its runs and their spread, and ``speed_ratio = torch_s / mini_s``
-(above 1: minidataloader is faster). The workloads are in ``workloads.py``. Most of the
-time goes to the spawn workload, whose workers each import torch. A machine busy with
-other work stretches these times: --quick uses about 40 CPU seconds in all, well under a
-minute on 2 idle cores, and a minute and a half when 4 other programs share them.
+    __main__.py       the command above: runner.main()
+    runner.py         runs the workloads with both libraries, alternating, and reports
+    workloads.py      the workloads, one function each (add one there: see WORKLOADS)
+    gpu_bandwidth.py  host-to-device copies from pageable and pinned memory
+    results/          full_run.json, the committed full run that chapter 11 plots
 
-The JSON (``--json FILE``; the committed full run is ``results/full_run.json``, read it
-with :func:`load_results`)::
+The JSON (``--json FILE``; read one with :func:`load_results`)::
 
     {"benchmark": ..., "quick": false, "duration_s": ...,
      "machine": {"date_utc", "cpu_model", "cpus_usable", "torch", "python", "load_average_before",
@@ -24,231 +22,17 @@ with :func:`load_results`)::
                     "torch_spread" / "mini_spread" / "pair_ratio_spread":
                         {"median", "q1", "q3", "min", "max"}, "verdict": "tie", ...
                     "torch_main_cpu_s", "mini_main_cpu_s", ...: medians of extra facts}, ...]}
-
-Seconds are wall-clock seconds; ``*_cpu_s`` are CPU seconds, which other programs on a
-busy machine hardly change. ``pair_ratio_spread`` is the spread of torch/mini within each
-pair, and ``verdict`` reads it (see :func:`verdict`).
 """
 
-from __future__ import annotations
+from minidataloader.bench.runner import (
+    format_table,
+    load_results,
+    main,
+    measure,
+    run_benchmark,
+    verdict,
+)
+from minidataloader.bench.workloads import WORKLOADS
 
-import argparse
-import datetime
-import gc
-import json
-import os
-import pathlib
-import platform
-import statistics
-import sys
-import time
-import warnings
-
-import numpy as np
-import torch
-import torch.utils.data as tud
-
-import minidataloader as mdl
-
-from .workloads import WORKLOADS, Workload
-
-LIBS = {"torch": tud, "mini": mdl}
-RESULTS = pathlib.Path(__file__).parent / "results" / "full_run.json"  # the committed run
-PAIRS = 9  # pairs of runs (one of each library) per workload; --quick: Workload.quick_pairs
-
-
-def _spread(values: list[float]) -> dict:
-    if len(values) == 1:
-        q1 = q3 = values[0]
-    else:
-        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return {"median": statistics.median(values), "q1": q1, "q3": q3, "min": min(values),
-            "max": max(values)}
-
-
-def _run_once(workload: Workload, lib: str, quick: bool) -> dict:
-    gc.collect()  # garbage of the previous run is not this run's cost
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. 4 workers on 2 CPUs: expected here
-        return workload.run(LIBS[lib], quick, **workload.kwargs)
-
-
-class _Progress:
-    """One line on stderr: a bar, runs done of runs planned, and the current workload."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.start = total, 0, time.monotonic()
-        self.live, self.last = sys.stderr.isatty(), None
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        filled = 30 * self.done // self.total
-        line = (f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} runs, "
-                f"{time.monotonic() - self.start:4.0f} s  {label}")
-        if self.live:
-            print(f"\r{line:<90}", end="", file=sys.stderr, flush=True)
-        elif self.done == self.total or label != self.last:  # a log file: a line a workload
-            print(line, file=sys.stderr, flush=True)
-        self.last = label
-
-    def close(self) -> None:
-        if self.live:
-            print(file=sys.stderr, flush=True)
-
-
-def verdict(pair_ratios: dict) -> str:
-    """What a workload's pair ratios (their spread) say: ``"faster"`` or ``"slower"``
-    (minidataloader) when three pairs in four or more agree, ``"tie"`` otherwise -- that is,
-    when the middle half of the pair ratios straddles 1 and the median ratio is noise."""
-    if pair_ratios["q1"] > 1:
-        return "faster"
-    if pair_ratios["q3"] < 1:
-        return "slower"
-    return "tie"
-
-
-def measure(workload: Workload, pairs: int, quick: bool, progress: _Progress) -> dict:
-    """``pairs`` runs of each library, alternating, after one untimed warm-up run each
-    (none in quick mode for a workload that is slow anyway)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    for lib in LIBS if workload.warm_up or not quick else ():
-        _run_once(workload, lib, quick)
-        progress.step(workload.name)
-    runs = {lib: [] for lib in LIBS}
-    for pair in range(pairs):
-        order = ("torch", "mini") if pair % 2 == 0 else ("mini", "torch")
-        for lib in order:
-            runs[lib].append(_run_once(workload, lib, quick))
-            progress.step(workload.name)
-    seconds = {lib: [run["s"] for run in runs[lib]] for lib in LIBS}
-    torch_s, mini_s = (statistics.median(seconds[lib]) for lib in LIBS)
-    pair_ratios = _spread([t / m for t, m in zip(seconds["torch"], seconds["mini"])])
-    result = {
-        "workload": workload.name,
-        "measures": workload.what,
-        "doc": " ".join(workload.run.__doc__.split()),
-        "settings": workload.kwargs,
-        "torch_s": torch_s,
-        "mini_s": mini_s,
-        "speed_ratio": torch_s / mini_s,
-        "pairs": pairs,
-        "load_average_at_start": load,
-        "torch_spread": _spread(seconds["torch"]),
-        "mini_spread": _spread(seconds["mini"]),
-        "pair_ratio_spread": pair_ratios,
-        "verdict": verdict(pair_ratios),
-        "torch_runs_s": seconds["torch"],
-        "mini_runs_s": seconds["mini"],
-    }
-    for key in runs["torch"][0]:
-        if key != "s":
-            for lib in LIBS:
-                result[f"{lib}_{key}"] = statistics.median(run[key] for run in runs[lib])
-    return result
-
-
-def machine_facts() -> dict:
-    facts = {
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "minidataloader": mdl.__version__,
-        "start_method": torch.multiprocessing.get_start_method(),
-        "sharing_strategy": torch.multiprocessing.get_sharing_strategy(),
-        "torch_threads": torch.get_num_threads(),
-    }
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            facts["cpu_model"] = next(line.split(":", 1)[1].strip() for line in cpuinfo
-                                      if line.startswith("model name"))
-        with open("/proc/meminfo") as meminfo:
-            facts["memory_gib"] = round(int(meminfo.readline().split()[1]) / 2**20, 1)
-    except (OSError, StopIteration):
-        pass
-    if hasattr(os, "getloadavg"):
-        facts["load_average_before"] = os.getloadavg()
-    return facts
-
-
-def run_benchmark(names: list[str] | None = None, quick: bool = False,
-                  pairs: int | None = None) -> dict:
-    workloads = [w for w in WORKLOADS if not names or w.name in names]
-    plan = [(w, pairs or (w.quick_pairs if quick else PAIRS)) for w in workloads]
-    report = {"benchmark": "minidataloader vs torch.utils.data", "quick": quick,
-              "machine": machine_facts(), "workloads": []}
-    progress = _Progress(sum(2 * (n + (w.warm_up or not quick)) for w, n in plan))
-    start = time.monotonic()
-    try:
-        for workload, n in plan:
-            report["workloads"].append(measure(workload, n, quick, progress))
-    finally:
-        progress.close()
-    report["duration_s"] = time.monotonic() - start
-    if hasattr(os, "getloadavg"):
-        report["machine"]["load_average_after"] = os.getloadavg()
-    return report
-
-
-def format_table(report: dict) -> str:
-    def seconds(spread: dict) -> str:
-        return f"{spread['median'] * 1e3:8.1f} ms [{spread['q1'] * 1e3:.1f}-{spread['q3'] * 1e3:.1f}]"
-
-    lines = [f"{'workload':24} {'measures':18} {'torch: median [IQR]':>28} "
-             f"{'minidataloader: median [IQR]':>30} {'ratio':>6} {'pair ratios [IQR]':>17} verdict"]
-    for row in report["workloads"]:
-        pair = row["pair_ratio_spread"]
-        lines.append(f"{row['workload']:24} {row['measures']:18} "
-                     f"{seconds(row['torch_spread']):>28} {seconds(row['mini_spread']):>30} "
-                     f"{row['speed_ratio']:6.2f} {pair['q1']:13.2f}-{pair['q3']:.2f} {row['verdict']}")
-        if "torch_fraction_of_ideal" in row:
-            lines.append(f"{'':43}fraction of the ideal throughput: torch "
-                         f"{row['torch_fraction_of_ideal']:.2f}, minidataloader "
-                         f"{row['mini_fraction_of_ideal']:.2f}")
-    machine = report["machine"]
-    load = machine.get("load_average_before")
-    lines.append("ratio = torch / minidataloader of the medians (above 1: minidataloader is "
-                 "faster); pair ratios: the same within each pair, whose spread is the noise;\n"
-                 "verdict: faster/slower when 3 pairs in 4 agree, tie when their IQR holds 1")
-    lines.append(f"pairs per workload: {max((r['pairs'] for r in report['workloads']), default=0)}"
-                 f"; torch {machine['torch']}, {machine['cpus_usable']} CPUs"
-                 + (f", load average {load[0]:.2f} before" if load else ""))
-    # Only the load before the run says something about other processes: during it, the
-    # benchmark's own workers raise the load average.
-    if load and load[0] > 0.75 * machine["cpus_usable"]:
-        lines.append(f"warning: other processes kept the machine busy (load average "
-                     f"{load[0]:.1f} on {machine['cpus_usable']} CPUs): differences of "
-                     "10-20% are noise; rerun when it is idle")
-    return "\n".join(lines)
-
-
-def load_results(path: str | os.PathLike | None = None) -> dict:
-    """The report of a benchmark run, as ``--json`` wrote it (default: the committed full
-    run, ``results/full_run.json``), for the book to quote."""
-    with open(path or RESULTS, encoding="utf-8") as results:
-        return json.load(results)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minidataloader.bench",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller workloads, fewer pairs (under a minute)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--workload", action="append", metavar="NAME",
-                        choices=[w.name for w in WORKLOADS],
-                        help="run only this workload (repeatable); one of: %(choices)s")
-    parser.add_argument("--pairs", type=int, help="runs of each library per workload")
-    args = parser.parse_args(argv)
-    report = run_benchmark(args.workload, args.quick, args.pairs)
-    print(format_table(report))
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report, out, indent=1)
-            out.write("\n")
-    return 0
+__all__ = ["WORKLOADS", "format_table", "load_results", "main", "measure", "run_benchmark",
+           "verdict"]

@@ -28,10 +28,10 @@ import random
 import numpy as np
 import torch
 
-from minidataloader.arithmetic import SHARDINGS, worker_shard
 from minidataloader.dataset import Dataset
 from minidataloader.demo.digits import DigitsDataset
 from minidataloader.demo.synthetic import any_worker_info
+from minidataloader.viz.arithmetic import SHARDINGS, worker_shard
 
 GLOBAL_SOURCES = ("torch", "numpy", "random")
 OBJECT_SOURCES = ("torch object", "numpy object", "random object")
@@ -180,7 +180,7 @@ class NumberStream(torch.utils.data.IterableDataset):
     """The numbers ``0 .. n-1`` as a stream whose ``len()`` is ``n``, built on torch's
     ``IterableDataset`` so that both loaders see a stream (minidataloader recognises
     torch's base classes; torch does not know minidataloader's). In a worker, its copy
-    yields the worker's share (:func:`~minidataloader.arithmetic.worker_shard`):
+    yields the worker's share (:func:`~minidataloader.viz.arithmetic.worker_shard`):
     ``"stride"``: every ``num_workers``-th number from its id; ``"blocks"``: one contiguous
     block; ``"none"``: all of them, as every worker of a stream that ignores
     ``get_worker_info`` does."""

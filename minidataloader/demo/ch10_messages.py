@@ -6,7 +6,7 @@ The wordings are templates: ``{pid}``, ``{worker}``, ``{code}``, ``{seconds}`` a
 ``{type}`` stand for what changes from run to run, ``{traceback}`` for the worker's
 traceback, ``{rest}`` for the rest of a long message and ``{cause}`` for the exceptions
 printed before it. The book's tables never show these templates: they show the real
-messages captured by chapter 10 (see :func:`excerpt`). The text is what :func:`minidataloader.demo.ch10_faults.error_text`
+messages captured by chapter 10 (see :func:`excerpt`). The text is what :func:`minidataloader.demo.compare.error_text`
 makes of an error: each exception of the chain as ``Type: message``, the cause first, as
 Python prints them. Chapter 10 makes every one of these failures happen, with both
 libraries, and checks each captured message against its template with :func:`matches`: a

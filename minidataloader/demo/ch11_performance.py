@@ -1,7 +1,6 @@
 """Datasets and measuring tools for chapter 11 (performance): importable, so that workers
-started with any start method find them.
+started with any start method find them. (The benchmark's report: :mod:`minidataloader.bench`.)
 
-- :func:`load_full_run`: the committed report of a full benchmark run (or your own).
 - :class:`DigitsForTraining`: the digits image folder with a transform that costs CPU time,
   for a sweep over ``num_workers`` and ``batch_size``.
 - :class:`InMemoryRows` and :class:`SlicedRows`: a table already in memory, fetched one
@@ -23,15 +22,6 @@ import torch
 from minidataloader.dataset import Dataset
 
 from .digits import DigitsDataset
-
-
-def load_full_run() -> dict:
-    """The report of the full benchmark run committed with the package, or of the report
-    named by the environment variable ``MINIDATALOADER_FULL_RUN`` (say, your own machine's,
-    written by ``python -m minidataloader.bench --json FILE``)."""
-    from minidataloader import bench
-
-    return bench.load_results(os.environ.get("MINIDATALOADER_FULL_RUN"))
 
 
 def enlarge(image: torch.Tensor) -> torch.Tensor:

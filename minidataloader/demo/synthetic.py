@@ -3,6 +3,8 @@ spawn or forkserver find them, and small, so that what they show is the loader.
 
 - :class:`SlowDataset`: each sample takes a set time, sleeping (like reading a file) or
   computing (like decoding an image). The benchmark and the prefetching chapter use it.
+- :class:`FlowDataset`: a :class:`SlowDataset` with a few slower samples, the one the
+  queue-flow view (:mod:`minidataloader.viz.queueflow`) loads.
 - :class:`SeedsObserver`: each sample reports what code inside a worker sees: which
   worker it is, its seeds, and one draw from each random number generator.
 - :class:`CountingStream`: an IterableDataset of ``0 .. n-1``, split among the workers or
@@ -49,6 +51,26 @@ class SlowDataset(Dataset):
         elif self.seconds > 0:
             time.sleep(self.seconds)
         return torch.full(self.shape, float(i))
+
+
+class FlowDataset(SlowDataset):
+    """``n`` samples of ``sample_kb`` KiB each (float32); each takes ``seconds`` to load,
+    asleep as while reading a file, and sample ``i`` in ``slow`` takes ``slow[i]`` seconds
+    more: the one slow sample that holds up every batch behind it when the loader keeps
+    sampler order (``in_order=True``)."""
+
+    def __init__(self, n: int = 64, seconds: float = 0.005, sample_kb: int = 16,
+                 slow: dict[int, float] | None = None):
+        if sample_kb < 1:
+            raise ValueError(f"sample_kb should be at least 1 (KiB per sample), got {sample_kb}")
+        super().__init__(n, seconds, busy=False, shape=(sample_kb * 256,))
+        self.slow = dict(slow or {})
+
+    def __getitem__(self, i):
+        extra = self.slow.get(i, 0.0)
+        if extra > 0 and 0 <= i < self.n:
+            time.sleep(extra)
+        return super().__getitem__(i)
 
 
 class SeedsObserver(Dataset):

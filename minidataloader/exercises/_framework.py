@@ -90,7 +90,7 @@ class Exercise:
     time_limit  seconds for all the cases together (the reader's code is stopped after it).
     hint        shown with a failure (a case's own hint wins).
     forbidden   extra dotted names that count as delegation, e.g. the package's finished
-                piece: ``"minidataloader.arithmetic.epoch_arithmetic"``.
+                piece: ``"minidataloader.viz.arithmetic.epoch_arithmetic"``.
     allowed     names from LOADER_PIECES (or dotted names) the reader may use. By default
                 every piece except the base classes ``Dataset``, ``IterableDataset`` and
                 ``Sampler`` is forbidden, in torch and in minidataloader.

@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader
 from ._framework import Case, Exercise, register, take
 from .solutions import ch01 as solutions
 
-FINISHED_PIECE = ("minidataloader.arithmetic.epoch_arithmetic",)
+FINISHED_PIECE = ("minidataloader.viz.arithmetic.epoch_arithmetic",)
 
 # (dataset_size, batch_size, drop_last): the chapter's example, sizes that divide and sizes
 # that do not, a dataset smaller than one batch, an empty one, batch size 1.

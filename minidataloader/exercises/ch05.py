@@ -209,7 +209,7 @@ register(Exercise(
     cases=_len_cases,
     hint="for a map-style dataset count what the sampler yields (the batch_sampler if there "
          "is one, else the sampler, else the dataset); for a stream use len(dataset)",
-    forbidden=("minidataloader.arithmetic.epoch_arithmetic",),
+    forbidden=("minidataloader.viz.arithmetic.epoch_arithmetic",),
     time_limit=2.0,
 ))
 

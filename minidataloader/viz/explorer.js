@@ -14,7 +14,7 @@
     sharding: "stride",
   };
 
-  // ------------------------------------------------------------ minidataloader/arithmetic.py
+  // ------------------------------------------------------------ minidataloader/viz/arithmetic.py
 
   // worker_shard, as [start, stop, step]
   function workerShard(n, worker, workers, sharding) {
@@ -219,8 +219,9 @@
     return p;
   }
 
-  // _plural
-  const plural = (n, one, many = "") => (n === 1 ? `${n} ${one}` : `${n} ${many || one + "s"}`);
+  // plural (viz/_settings.py)
+  const plural = (n, one, many = "") => (n === 1 ? `${n} ${one}`
+    : `${n} ${many || one + (one.endsWith("ch") ? "es" : "s")}`);
 
   // _numbers
   function numbers(a) {
@@ -430,13 +431,44 @@
 
   // ------------------------------------------------------------ the page's controls
 
+  const LIMITS = {
+    dataset_size: [1, 2000], batch_size: [1, 256], epochs: [1, 20], seed: [0, 2 ** 31 - 1],
+    show_epoch: [1, 20], replicas: [1, 8], num_workers: [0, 8],
+  };
+  const LABELS = {
+    dataset_size: "samples N", batch_size: "batch_size", epochs: "epochs", seed: "seed",
+    show_epoch: "show epoch", replicas: "replicas (ranks)", num_workers: "num_workers",
+  };
+  const TOO_LOW = {
+    dataset_size: "a dataset needs at least one sample",
+    batch_size: "a batch holds at least one sample",
+    epochs: "a run has at least one epoch",
+    seed: "a seed is not negative",
+    show_epoch: "epochs are counted from 1",
+    replicas: "there is at least one rank",
+    num_workers: "0 workers means the main process loads; there are no fewer",
+  };
+
+  // refusal
+  function refusal(name, value, epochs = LIMITS.epochs[1]) {
+    const [low, high] = LIMITS[name], label = LABELS[name];
+    if (!Number.isInteger(value)) return `${label} takes whole numbers`;
+    if (value < low) return `${TOO_LOW[name]} (${label}: ${low} to ${high})`;
+    if (name === "show_epoch" && value > epochs) {
+      return `the run has only ${plural(epochs, "epoch")} (set epochs first)`;
+    }
+    if (value > high) return `${label} goes up to ${high} here`;
+    return "";
+  }
+
   // epoch_explorer_html emits the controls and calls this with their starting values
   function mountEpochExplorer(rootId, config) {
     const root = document.getElementById(rootId);
     if (!root || root.dataset.mounted) return;
     root.dataset.mounted = "true";
     const view = root.querySelector(".mdl-view");
-    const controls = viz.bindControls(root, config.params, update);
+    const controls = viz.bindControls(root, config.params, update,
+      (name, value, current) => refusal(name, value, current.epochs));
     function update(params) {
       controls.setMax("show_epoch", params.epochs);
       const p = effectiveParams(controls.params());
@@ -452,6 +484,6 @@
   }
 
   viz.explorer = { epochArithmetic, workerShard, Generator, randperm, epochOrder, epochLayout,
-    effectiveParams, renderView, DEFAULTS };
+    effectiveParams, renderView, refusal, DEFAULTS };
   viz.mountEpochExplorer = mountEpochExplorer;
 })();

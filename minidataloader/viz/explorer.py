@@ -6,7 +6,7 @@ Two faces, one drawing:
   :func:`epoch_layout` in the kernel (the shuffled order comes from ``torch.randperm``, as
   the real samplers draw it) and redraws.
 * :func:`epoch_explorer_html` — a self-contained HTML fragment for the static book. Its
-  script (``explorer.js``) carries ports of :func:`~minidataloader.arithmetic.epoch_arithmetic`,
+  script (``explorer.js``) carries ports of :func:`~minidataloader.viz.arithmetic.epoch_arithmetic`,
   of ``torch.randperm`` (the Mersenne Twister torch's CPU generator uses) and of
   :func:`epoch_layout` and :func:`render_view`, so it recomputes and redraws as the reader
   moves the controls, with the very orders torch gives. Tests run both ports against the
@@ -22,13 +22,15 @@ the torch code that produces it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 
-from minidataloader.arithmetic import SHARDINGS, EpochArithmetic, epoch_arithmetic, worker_shard
 from minidataloader.viz._html import HTMLFragment, asset, escape, fragment, new_id
+from minidataloader.viz._settings import check_choice, check_number, merged, plural
+from minidataloader.viz.arithmetic import SHARDINGS, EpochArithmetic, epoch_arithmetic, worker_shard
 
 # The reader's controls, in the order they appear, with their starting values.
 DEFAULTS = {
@@ -177,15 +179,11 @@ def effective_params(params: dict) -> dict:
     return p
 
 
-def _plural(n: int, one: str, many: str = "") -> str:
-    return f"{n} {one}" if n == 1 else f"{n} {many or one + 's'}"
-
-
 def _numbers(a: EpochArithmetic) -> list[tuple[str, str, str]]:
     """(quantity, value, explanation) rows for the numbers table."""
     rank = " (each rank)" if a.replicas > 1 else ""
     full = a.iterations_per_epoch - len(a.partial_batches)
-    parts = [f"{_plural(full, 'full batch', 'full batches')} of {a.batch_size}"]
+    parts = [f"{plural(full, 'full batch', 'full batches')} of {a.batch_size}"]
     if len(a.partial_batches) == 1:
         parts.append(f"1 partial batch of {a.partial_batches[0]}")
     elif a.partial_batches:
@@ -195,7 +193,7 @@ def _numbers(a: EpochArithmetic) -> list[tuple[str, str, str]]:
         parts.append("incomplete batches dropped" if a.iterable and a.num_workers
                      else "the incomplete batch dropped")
     rows = [(f"iterations per epoch{rank}", str(a.iterations_per_epoch), ", ".join(parts)),
-            ("last batch", _plural(a.last_batch_size, "sample"),
+            ("last batch", plural(a.last_batch_size, "sample"),
              "" if a.last_batch_size in (0, a.batch_size) else "smaller than batch_size")]
     if a.replicas > 1:
         rule = "floor" if a.sampler_drop_last else "ceil"
@@ -204,14 +202,14 @@ def _numbers(a: EpochArithmetic) -> list[tuple[str, str, str]]:
     if a.iterable and a.num_workers:
         rows.append(("samples per worker", ", ".join(str(n) for n in a.samples_per_stream),
                      SHARDING_WORDS[a.sharding]))
-    rows.append(("dropped per epoch", _plural(a.samples_dropped, "sample"),
+    rows.append(("dropped per epoch", plural(a.samples_dropped, "sample"),
                  "not in any batch this epoch" if a.samples_dropped else ""))
     if a.replicas > 1 and not a.sampler_drop_last:
-        rows.append(("padded per epoch", _plural(a.samples_padded, "sample"),
+        rows.append(("padded per epoch", plural(a.samples_padded, "sample"),
                      "repeats of the first samples in the order, so that every rank gets as many"
                      if a.samples_padded else ""))
     if a.samples_duplicated:
-        rows.append(("duplicated per epoch", _plural(a.samples_duplicated, "sample"),
+        rows.append(("duplicated per epoch", plural(a.samples_duplicated, "sample"),
                      f"every sample arrives {a.num_workers} times"))
     if not a.len_is_estimate:
         note = "exact: the sampler's length divided into batches"
@@ -219,12 +217,12 @@ def _numbers(a: EpochArithmetic) -> list[tuple[str, str, str]]:
         off = a.reported_len - a.iterations_per_epoch
         note = "an estimate: len(dataset) / batch_size, blind to the workers; " + (
             "right here" if off == 0 else
-            f"here the epoch has {_plural(abs(off), 'batch', 'batches')} "
+            f"here the epoch has {plural(abs(off), 'batch', 'batches')} "
             + ("more" if off < 0 else "fewer"))
         if a.len_warning:
             note += "; torch warns mid-epoch if len() was called"
     rows.append(("len(loader)", str(a.reported_len), note))
-    rows.append((f"iterations in {_plural(a.epochs, 'epoch')}", str(a.total_iterations),
+    rows.append((f"iterations in {plural(a.epochs, 'epoch')}", str(a.total_iterations),
                  f"{a.iterations_per_epoch} × {a.epochs}"))
     return rows
 
@@ -407,28 +405,49 @@ CHOICES = {
     "sharding": (("stride", "every W-th"), ("blocks", "blocks"), ("none", "none")),
 }
 RANGES = ("dataset_size", "batch_size", "replicas", "num_workers")  # with a slider
+WHY_STYLE = "color: var(--jp-error-color1, #cf222e); font-size: 12px; margin-left: 114px"
+# What a value below a box's lowest would mean, said next to the box when the reader types one.
+TOO_LOW = {
+    "dataset_size": "a dataset needs at least one sample",
+    "batch_size": "a batch holds at least one sample",
+    "epochs": "a run has at least one epoch",
+    "seed": "a seed is not negative",
+    "show_epoch": "epochs are counted from 1",
+    "replicas": "there is at least one rank",
+    "num_workers": "0 workers means the main process loads; there are no fewer",
+}
+
+
+def refusal(name: str, value, epochs: int = LIMITS["epochs"][1]) -> str:
+    """Why the box of ``name`` refuses ``value`` ("" if it takes it): the explorer offers
+    ``LIMITS[name]``, and ``show_epoch`` goes up to ``epochs``. The view keeps the last
+    settings it could draw, and the reason is shown next to the box."""
+    low, high = LIMITS[name]
+    label = LABELS[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()):
+        return f"{label} takes whole numbers"
+    if value < low:
+        return f"{TOO_LOW[name]} ({label}: {low} to {high})"
+    if name == "show_epoch" and value > epochs:
+        return f"the run has only {plural(epochs, 'epoch')} (set epochs first)"
+    if value > high:
+        return f"{label} goes up to {high} here"
+    return ""
 FOOTNOTE = ("Shuffled orders are torch's own: this page re-implements torch.randperm (the "
             "Mersenne Twister of torch's CPU generator), tested against torch.")
 
 
 def _params(initial: dict) -> dict:
     """The starting values, checked against what the controls can show."""
-    unknown = set(initial) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown explorer setting(s) {sorted(unknown)}; the settings are "
-                        f"{list(DEFAULTS)}")
-    p = {**DEFAULTS, **initial}
+    p = merged(initial, DEFAULTS, "explorer")
     for name, value in p.items():
         if name in LIMITS:
-            low, high = LIMITS[name]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} should be an integer from {low} to {high} (what its "
-                                 f"control offers), but got {value!r}")
-        elif name in CHOICES and name != "iterable":
-            if value not in SHARDINGS:
-                raise ValueError(f"{name} should be one of {SHARDINGS}, but got {value!r}")
-        elif not isinstance(value, bool):
-            raise ValueError(f"{name} should be True or False, but got {value!r}")
+            check_number(name, value, *LIMITS[name])
+        elif name == "sharding":
+            check_choice(name, value, SHARDINGS)
+        else:
+            check_choice(name, value, (True, False))
     if p["iterable"] and (p["shuffle"] or p["replicas"] > 1):
         raise ValueError("an IterableDataset is neither shuffled by the loader nor split by "
                          "DistributedSampler: use shuffle=False and replicas=1 with iterable=True")
@@ -487,50 +506,81 @@ def epoch_explorer_widget(*, controls=None, **initial):
     """The explorer as ipywidgets, for JupyterLab: the kernel recomputes on every change.
     Arguments as for :func:`epoch_explorer_html`.
 
-    Returns an ``ipywidgets.VBox``; ``.controls`` maps each setting to its widget and
-    ``.view`` is the HTML widget that shows :func:`render_view`'s output."""
+    Returns an ``ipywidgets.VBox``; ``.controls`` maps each setting to its widget (a number
+    box for numbers, where any integer may be typed), ``.sliders`` the settings that have
+    one to their slider, ``.why`` each number setting to the HTML widget next to its box
+    that says why a typed value is refused (:func:`refusal`; the view then keeps the last
+    settings it could draw), and ``.view`` is the HTML widget that shows
+    :func:`render_view`'s output."""
     import ipywidgets as widgets  # imported here: `import minidataloader.viz` stays light
 
     p, shown = _params(initial), _shown(controls)
     visible = {"display": None}
     hidden = {"display": "none"}
     style, size = {"description_width": "110px"}, {"width": "290px"}
-    controls = {}  # from here on: the widgets
+    controls, sliders, why, rows = {}, {}, {}, {}  # from here on: the widgets
     for name, value in p.items():
+        display = visible if name in shown else hidden
         common = dict(value=value, description=LABELS[name], style=style,
-                      layout=dict(size, **(visible if name in shown else hidden)))
+                      layout=dict(size, **display))
         if name in CHOICES:
             options = [(words, v == "true" if name == "iterable" else v) for v, words in CHOICES[name]]
             controls[name] = widgets.Dropdown(options=options, **common)
         elif isinstance(value, bool):
             controls[name] = widgets.Checkbox(indent=True, **common)
-        elif name in RANGES:
-            controls[name] = widgets.IntSlider(min=LIMITS[name][0], max=LIMITS[name][1], **common)
         else:
-            controls[name] = widgets.BoundedIntText(min=LIMITS[name][0], max=LIMITS[name][1],
-                                                    **common)
-            controls[name].layout.width = "200px"
+            # An unbounded box: a bounded one would clamp what the reader typed, or keep
+            # the old value, without a word; here the kernel sees it and says why it refuses.
+            controls[name] = widgets.IntText(**dict(common, layout=dict(display, width="200px")))
+            why[name] = widgets.HTML(layout=dict(display))
+        parts = [controls[name]]
+        if name in RANGES:
+            low, high = LIMITS[name]
+            sliders[name] = widgets.IntSlider(value=value, min=low, max=high, readout=False,
+                                              style=style, layout=dict(size, **display))
+            parts.append(sliders[name])
+        rows[name] = [*parts, *([why[name]] if name in why else [])]
     view = widgets.HTML()
     css = "".join(f"<style>{asset(name)}</style>" for name in ("viz.css", "explorer.css"))
+    drawn = dict(p)  # the settings the view shows: the last ones it could draw
 
-    def update(_change=None):
+    def update(change=None):
+        if change is not None and change["owner"] is controls["epochs"] and not refusal(
+                "epochs", change["new"]) and controls["show_epoch"].value > change["new"]:
+            controls["show_epoch"].value = change["new"]  # fewer epochs: as the page does
         current = {name: control.value for name, control in controls.items()}
+        epochs = drawn["epochs"] if refusal("epochs", current["epochs"]) else current["epochs"]
+        reasons = {name: refusal(name, current[name], epochs) for name in why}
+        for name, reason in reasons.items():
+            why[name].value = f'<span style="{WHY_STYLE}">{escape(reason)}</span>' if reason else ""
+        if any(reasons.values()):
+            return  # the view keeps what it drew; the reason is next to the box
+        drawn.update(current)
+        for name, slider in sliders.items():
+            slider.value = current[name]
         e = effective_params(current)
-        controls["show_epoch"].max = max(1, current["epochs"])
         for name, off in (("shuffle", e["iterable"]), ("seed", not e["shuffle"]),
                           ("replicas", e["iterable"]), ("sampler_drop_last", e["replicas"] == 1),
                           ("sharding", not (e["iterable"] and e["num_workers"]))):
-            controls[name].disabled = off
+            for widget in (controls[name], sliders.get(name)):
+                if widget is not None:
+                    widget.disabled = off
         view.value = f'{css}<div class="mdl-viz mdl-explorer">{render_view(e)}</div>'
 
+    def follow(name: str, change) -> None:  # a slider moved: its box takes the value
+        controls[name].value = change["new"]
+
+    for name, slider in sliders.items():
+        slider.observe(functools.partial(follow, name), names="value")
     for control in controls.values():
         control.observe(update, names="value")
     update()
-    groups = [widgets.VBox([widgets.HTML(f"<b>{legend}</b>"), *(controls[n] for n in names)],
+    groups = [widgets.VBox([widgets.HTML(f"<b>{legend}</b>"),
+                            *(part for n in names for part in rows[n])],
                            layout=visible if shown & set(names) else hidden)
               for legend, names in GROUPS]
     grid = widgets.GridBox(groups, layout={"grid_template_columns": "repeat(auto-fill, 300px)",
                                            "grid_gap": "4px 12px"})
     box = widgets.VBox([grid, view])
-    box.controls, box.view = controls, view
+    box.controls, box.sliders, box.why, box.view = controls, sliders, why, view
     return box

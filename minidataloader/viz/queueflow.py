@@ -1,7 +1,7 @@
 """The queue-flow view: a real, traced epoch of minidataloader, batch by batch, lane by lane.
 
 :func:`record_queue_flow` runs one epoch over a synthetic dataset
-(:class:`~minidataloader.demo.flow.FlowDataset`: a set load time per sample, one slow
+(:class:`~minidataloader.demo.synthetic.FlowDataset`: a set load time per sample, one slow
 sample if asked) with a training loop that takes a set time per step, and records it with a
 :class:`~minidataloader.viz.trace.TraceRecorder`. The view shows that trace three ways:
 
@@ -40,6 +40,7 @@ from collections import defaultdict
 import torch
 
 from minidataloader.viz._html import HTMLFragment, asset, escape, fragment, new_id
+from minidataloader.viz._settings import check_choice, check_number, merged, plural
 from minidataloader.viz.explorer import PALETTE
 from minidataloader.viz.trace import Trace, TraceRecorder, most_at_once
 
@@ -66,25 +67,14 @@ LABELS = {
 
 def _config(given: dict) -> dict:
     """The settings, checked: unknown names and out-of-range values say what to change."""
-    unknown = set(given) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown queue-flow setting(s) {sorted(unknown)}; the settings are "
-                        f"{list(DEFAULTS)}")
-    c = {**DEFAULTS, **given}
+    c = merged(given, DEFAULTS, "queue-flow")
     for name, (low, high) in LIMITS.items():
-        value = c[name]
-        if value is None and name == "slow_batch":
-            continue
-        whole = isinstance(DEFAULTS[name], int) or name == "slow_batch"
-        kind = int if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
-            what = "an integer" if whole else "a number"
-            raise ValueError(f"{name} should be {what} from {low} to {high}, but got {value!r}")
+        if not (name == "slow_batch" and c[name] is None):
+            whole = isinstance(DEFAULTS[name], int) or name == "slow_batch"
+            check_number(name, c[name], low, high, whole)
     for name in ("in_order", "pin_memory"):
-        if not isinstance(c[name], bool):
-            raise ValueError(f"{name} should be True or False, but got {c[name]!r}")
-    if c["device"] not in DEVICES:
-        raise ValueError(f"device should be one of {DEVICES}, but got {c['device']!r}")
+        check_choice(name, c[name], (True, False))
+    check_choice("device", c["device"], DEVICES)
     if c["slow_batch"] is not None and c["slow_batch"] >= c["batches"]:
         raise ValueError(f"slow_batch={c['slow_batch']} is not one of the {c['batches']} "
                          f"batches (0 to {c['batches'] - 1}); use None for no slow sample")
@@ -120,7 +110,7 @@ def record_queue_flow(**settings) -> Trace:
     copy; see NOTE [ The GPU lanes: measured or modelled ]).
     Workers start with fork where there is fork (Linux), so the epoch begins at once."""
     from minidataloader import DataLoader  # the loader, not torch's
-    from minidataloader.demo.flow import FlowDataset
+    from minidataloader.demo.synthetic import FlowDataset
 
     c = _config(settings)
     workers, gpu, has_cuda = c["num_workers"], c["device"] == "gpu", torch.cuda.is_available()
@@ -297,7 +287,10 @@ def render_state(data: dict, t: int) -> str:
 WIDTH, LABEL_WIDTH, RIGHT = 720, 104, 14  # px; the book column is ~750 wide
 PLOT = WIDTH - LABEL_WIDTH - RIGHT
 LANE, GAP = 18, 7
-WAIT_INK, INK, MUTED = "#cf222e", "#1f2328", "#59636e"
+WAIT_INK, INK, MUTED = "#cf222e", "#1f2328", "#59636e"  # INK: on the light chips and bars
+# What is drawn on the view's own background follows its text colour, light or dark theme.
+ON_BACKGROUND = 'stroke="currentColor"'
+MUTED_TEXT = 'fill="currentColor" fill-opacity="0.7"'
 OUTLINES = {"step": f' stroke="{INK}" stroke-width="1"',
             "stage": f' stroke="{INK}" stroke-dasharray="3 2"'}
 
@@ -349,7 +342,7 @@ def _timeline(data: dict, scale: int) -> tuple[str, int]:
     def label(text: str, sub: str = "") -> None:
         out.append(f'<text x="0" y="{y + 13}" class="mdl-lane">{escape(text)}</text>')
         if sub:
-            out.append(f'<text x="0" y="{y + 24}" font-size="10" fill="{MUTED}">{escape(sub)}</text>')
+            out.append(f'<text x="0" y="{y + 24}" font-size="10" {MUTED_TEXT}>{escape(sub)}</text>')
 
     for w in data["workers"]:
         label(f"worker {w}")
@@ -394,14 +387,14 @@ def _timeline(data: dict, scale: int) -> tuple[str, int]:
     top_of_axis = y
     for tick in _ticks(scale):
         x = _x(tick, scale)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{y}" stroke="{MUTED}" '
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{y}" {ON_BACKGROUND} '
                    f'stroke-opacity="0.18"/><text x="{x:.1f}" y="{y + 13}" font-size="10" '
-                   f'text-anchor="middle" fill="{MUTED}">{_ms(tick).removesuffix(".0")}</text>')
+                   f'text-anchor="middle" {MUTED_TEXT}>{_ms(tick).removesuffix(".0")}</text>')
     out.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 13}" font-size="10" text-anchor="end" '
-               f'fill="{MUTED}">ms</text>')
+               f'{MUTED_TEXT}>ms</text>')
     end_x = _x(data["end"], scale)
     out.append(f'<line x1="{end_x:.1f}" x2="{end_x:.1f}" y1="0" y2="{top_of_axis}" '
-               f'stroke="{INK}" stroke-dasharray="2 3"><title>the epoch ends</title></line>')
+               f'{ON_BACKGROUND} stroke-dasharray="2 3"><title>the epoch ends</title></line>')
     legend, y = _legend(y + 36, bool(by_place["stage"]), bool(by_place["finish"]))
     out.append(legend)
     y += 10
@@ -414,7 +407,7 @@ def _timeline(data: dict, scale: int) -> tuple[str, int]:
 def _cursor(t: int, scale: int, height: int) -> str:
     x = _x(t, scale)
     return (f'<line class="mdl-qf-cursor" x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{height}" '
-            f'stroke="{INK}" stroke-width="1.5"/>')
+            f'{ON_BACKGROUND} stroke-width="1.5"/>')
 
 
 def _occupancy(spans: list, y: int, scale: int, peak: int) -> str:
@@ -428,7 +421,7 @@ def _occupancy(spans: list, y: int, scale: int, peak: int) -> str:
         count += change
         points.append((x, y + LANE + 4 - count * height / peak))
     path = " ".join(f"{x:.1f},{yy:.1f}" for x, yy in points)
-    return f'<polyline points="{path}" fill="none" stroke="{INK}" stroke-width="1.2"/>'
+    return f'<polyline points="{path}" fill="none" {ON_BACKGROUND} stroke-width="1.2"/>'
 
 
 def _legend(y: int, staged: bool, finished: bool) -> tuple[str, int]:
@@ -458,10 +451,6 @@ def _legend(y: int, staged: bool, finished: bool) -> tuple[str, int]:
 
 # --------------------------------------------------------------------------- summary
 
-def _plural(n: int, one: str) -> str:
-    return f"{n} {one}" if n == 1 else f"{n} {one}es" if one.endswith("ch") else f"{n} {one}s"
-
-
 def summary_rows(trace: Trace, epoch: int | None = None) -> list[tuple[str, str, str]]:
     """(quantity, value, note) rows: the epoch's numbers as the view states them."""
     s = trace.summary(epoch)
@@ -471,7 +460,7 @@ def summary_rows(trace: Trace, epoch: int | None = None) -> list[tuple[str, str,
     notes = [f"{samples / s['duration_s']:.0f} samples/s" if samples else ""]
     if s["steady_batches_per_s"]:
         notes.append(f"{s['steady_batches_per_s']:.1f} batches/s once the first batch is in")
-    rows = [("epoch", f"{s['duration_s'] * 1e3:.0f} ms", f"{_plural(s['batches'], 'batch')}"
+    rows = [("epoch", f"{s['duration_s'] * 1e3:.0f} ms", f"{plural(s['batches'], 'batch')}"
              + (f", {samples} samples" if samples else "")),
             ("throughput", rate, "; ".join(note for note in notes if note))]
     workers = any(r["lane"].startswith("worker") for r in trace.records)
@@ -481,7 +470,7 @@ def summary_rows(trace: Trace, epoch: int | None = None) -> list[tuple[str, str,
                      f"{s['waiting_share']:.0%} of the epoch; the first batch took "
                      f"{s['first_batch_s'] * 1e3:.0f} ms" + (" (workers starting)" if starting else "")))
     if workers:
-        rows.append(("largest reorder buffer", _plural(s["max_reorder"], "batch"),
+        rows.append(("largest reorder buffer", plural(s["max_reorder"], "batch"),
                      "batches that arrived before their turn" if c.get("in_order", True)
                      else "in_order=False: batches are yielded as they arrive"))
     return rows

@@ -16,9 +16,11 @@
   viz.pyBool = (value) => (value ? "True" : "False");
 
   // The controls of a view: every <input>/<select> with data-param="name" under root.
-  // Paired inputs (a slider and a number box) share a name and are kept equal; a value
-  // outside [min, max] or not a number is ignored until the reader fixes it.
-  viz.bindControls = function (root, params, onChange) {
+  // Paired inputs (a slider and a number box) share a name and are kept equal. A number
+  // box holding what the view cannot draw is refused: explain(name, value, current) says
+  // why (or "" to accept), next to the box, and the view keeps the last settings it drew.
+  // An empty box is someone typing: neither taken nor refused.
+  viz.bindControls = function (root, params, onChange, explain) {
     const inputs = Array.from(root.querySelectorAll("[data-param]"));
     const current = Object.assign({}, params);
     function read(input) {
@@ -26,15 +28,38 @@
       if (input.tagName === "SELECT") {
         return input.value === "true" ? true : input.value === "false" ? false : input.value;
       }
-      const value = Number(input.value);
-      if (input.value === "" || !Number.isInteger(value)) return undefined;
-      if (value < Number(input.min) || value > Number(input.max)) return undefined;
-      return value;
+      return Number(input.value);
+    }
+    function refuse(input, why) {  // show why the box refuses its value ("": it does not)
+      const control = input.closest(".mdl-control");
+      let note = control && control.querySelector(".mdl-why");
+      if (!note && why && control) {
+        note = document.createElement("span");
+        note.className = "mdl-why";
+        note.setAttribute("role", "alert");
+        control.appendChild(note);
+      }
+      if (note) {
+        note.textContent = why;
+        note.hidden = !why;
+      }
+      input.classList.toggle("mdl-refused", Boolean(why));
+      input.setAttribute("aria-invalid", why ? "true" : "false");
+    }
+    function refusal(input, value) {
+      if (explain) return explain(input.dataset.param, value, current);
+      const inRange = value >= Number(input.min) && value <= Number(input.max);
+      return Number.isInteger(value) && inRange ? "" : "out of range";
     }
     function changed(event) {
       const input = event.target;
+      if (input.type === "number" && input.value === "") return;
       const value = read(input);
-      if (value === undefined) return;
+      if (input.type === "number") {
+        const why = refusal(input, value);
+        refuse(input, explain ? why : "");
+        if (why) return;
+      }
       current[input.dataset.param] = value;
       for (const twin of inputs) {
         if (twin !== input && twin.dataset.param === input.dataset.param) twin.value = String(value);
@@ -58,6 +83,7 @@
           if (input.dataset.param !== name) continue;
           input.max = String(max);
           input.value = String(current[name]);
+          if (input.type === "number") refuse(input, "");
         }
       },
       params: () => Object.assign({}, current),

@@ -93,7 +93,7 @@ def map_grid(count: int, seed: int = 20261129) -> list[dict]:
 # --------------------------------------------------------------------------- iterable
 
 def _shard(sharding: str, dataset_size: int, info) -> range:
-    """Written apart from minidataloader.arithmetic.worker_shard, as a user would write it."""
+    """Written apart from minidataloader.viz.arithmetic.worker_shard, as a user would write it."""
     if info is None or sharding == "none":
         return range(dataset_size)
     if sharding == "stride":

@@ -1,4 +1,4 @@
-"""minidataloader.arithmetic.epoch_arithmetic, and the explorer's layout of an epoch, against
+"""minidataloader.viz.arithmetic.epoch_arithmetic, and the explorer's layout of an epoch, against
 len() and against what real loaders deliver: torch's (the specification) and
 minidataloader's, over a wide random grid."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from minidataloader.arithmetic import epoch_arithmetic
+from minidataloader.viz.arithmetic import epoch_arithmetic
 from minidataloader.viz.explorer import epoch_layout
 
 from ._runs import LIBRARIES, case_id, iterable_grid, map_grid, run_iterable, run_map

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from minidataloader.arithmetic import epoch_arithmetic
 from minidataloader.viz import epoch_explorer_html, epoch_explorer_widget, render_view
 from minidataloader.viz._html import HTMLFragment, external_references
+from minidataloader.viz.arithmetic import epoch_arithmetic
 from minidataloader.viz.explorer import DEFAULTS, effective_params
 
 

@@ -13,8 +13,8 @@ import random
 import pytest
 import torch
 
-from minidataloader.arithmetic import epoch_arithmetic
 from minidataloader.viz import epoch_explorer_html, epoch_layout, render_view
+from minidataloader.viz.arithmetic import epoch_arithmetic
 from minidataloader.viz.explorer import DEFAULTS
 
 from ._runs import iterable_grid, map_grid

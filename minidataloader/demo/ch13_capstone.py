@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .compare import seed_everything
 from .diabetes import DiabetesDataset, Standardize
 from .digits import DigitsDataset
 
@@ -77,13 +78,6 @@ class Run:
     drawn_after: dict = field(default_factory=dict)
 
 
-def seed_everything(seed: int) -> None:
-    """Seed the three global generators a training script may draw from."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 def draw_after(generator: torch.Generator | None = None) -> dict:
     """The next numbers the script would draw: from torch's global generator, from
     ``random`` and numpy's global generators, and from ``generator`` if given."""
@@ -113,6 +107,22 @@ def accuracy(model: torch.nn.Module, loader, threshold: float | None = None) -> 
     return correct / count
 
 
+def fit(model, criterion, optimizer, train_loader, val_loader, epochs: int,
+        threshold: float | None = None) -> Run:
+    """The training loop both runs share: ``epochs`` passes over ``train_loader``, one
+    optimiser step per batch, then the accuracy on ``val_loader`` (see :func:`accuracy`)."""
+    run = Run()
+    for _ in range(epochs):
+        for inputs, labels in train_loader:
+            loss = criterion(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            run.losses.append(loss.item())
+        run.accuracy.append(accuracy(model, val_loader, threshold))
+    return run
+
+
 def train_diabetes(data, epochs: int = 10, num_workers: int = 2,
                    seed: int = 0, multiprocessing_context=None) -> Run:
     """Chapter 1's diabetes network, every random draw from torch's global
@@ -130,15 +140,7 @@ def train_diabetes(data, epochs: int = 10, num_workers: int = 2,
     model = diabetes_model()
     criterion = torch.nn.BCELoss(reduction="mean")  # not size_average=True
     optimizer = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
-    run = Run()
-    for _ in range(epochs):
-        for inputs, labels in train_loader:
-            loss = criterion(model(inputs), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            run.losses.append(loss.item())
-        run.accuracy.append(accuracy(model, val_loader, threshold=0.5))
+    run = fit(model, criterion, optimizer, train_loader, val_loader, epochs, threshold=0.5)
     run.drawn_after = draw_after()
     return run
 
@@ -164,14 +166,6 @@ def train_digits(data, epochs: int = 3, num_workers: int = 2,
     model = digits_model()
     criterion = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    run = Run()
-    for _ in range(epochs):
-        for images, labels in train_loader:
-            loss = criterion(model(images), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            run.losses.append(loss.item())
-        run.accuracy.append(accuracy(model, val_loader))
+    run = fit(model, criterion, optimizer, train_loader, val_loader, epochs)
     run.drawn_after = draw_after(generator)
     return run

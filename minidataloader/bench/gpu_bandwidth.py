@@ -1,6 +1,6 @@
 """Measure, on your own CUDA GPU, what chapter 9 of the book can only model without one:
 
-    python -m minidataloader.demo.gpu_bandwidth [--mib 256] [--repeats 10] [--device cuda:0]
+    python -m minidataloader.bench.gpu_bandwidth [--mib 256] [--repeats 10] [--device cuda:0]
 
 1. the bandwidth of host-to-device copies from pageable and from pinned (page-locked) memory;
 2. how long the CPU is held by ``.copy_(..., non_blocking=True)``: from pinned memory the call
@@ -41,7 +41,7 @@ def no_cuda_reason() -> str | None:
     return (f"No CUDA GPU here: {why}. This script measures copies from host memory to an "
             "NVIDIA GPU, so there is nothing to measure on this machine. Run it on a machine "
             "with a GPU and a CUDA build of torch:\n"
-            "    python -m minidataloader.demo.gpu_bandwidth")
+            "    python -m minidataloader.bench.gpu_bandwidth")
 
 
 def gbps(nbytes: int, ms: float) -> float:
@@ -208,7 +208,7 @@ def format_report(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m minidataloader.demo.gpu_bandwidth",
+        prog="python -m minidataloader.bench.gpu_bandwidth",
         description="Measure host-to-device copy bandwidth (pageable vs pinned memory), "
                     "non_blocking copies, and copy/compute overlap on a CUDA GPU.")
     parser.add_argument("--mib", type=int, default=256,

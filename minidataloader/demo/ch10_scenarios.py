@@ -1,0 +1,124 @@
+"""Chapter 10's experiments that need a Python process of their own: a main process that
+is killed, Ctrl-C sent to a whole process group, an open-files limit lowered. Each scenario
+runs as
+
+    python -m minidataloader.demo.ch10_scenarios SCENARIO
+
+(:func:`start_scenario` starts it, its output piped back), starts loaders of both libraries
+(``torch.utils.data`` and ``minidataloader``) and prints what it saw as one JSON line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import subprocess
+import sys
+import time
+
+from .ch10_failing import ManyTensors, send_tensors
+from .compare import error_text
+from .processes import children
+from .synthetic import SlowDataset
+
+
+def library(name: str):
+    """``torch.utils.data`` for "torch", ``minidataloader`` for "minidataloader"."""
+    return importlib.import_module("torch.utils.data" if name == "torch" else "minidataloader")
+
+
+LIBRARIES = ("torch", "minidataloader")
+
+
+def _start_workers(name: str, dataset) -> tuple[object, list[int]]:
+    """An epoch of a loader with two workers, started: its iterator and the workers' pids."""
+    before = set(children())
+    batches = iter(library(name).DataLoader(dataset, batch_size=2, num_workers=2))
+    next(batches)  # both workers are running now
+    return batches, sorted(set(children()) - before)
+
+
+def wait_to_be_killed(seconds: float = 300) -> None:
+    """Start a loader of each library, with two workers each; print the workers' pids (one
+    JSON line), then wait to be killed (at most ``seconds``)."""
+    epochs, pids = {}, {}
+    for name in LIBRARIES:
+        epochs[name], pids[name] = _start_workers(name, range(1000))
+    print(json.dumps(pids), flush=True)
+    time.sleep(seconds)
+
+
+def iterate_until_interrupted(seconds: float = 300) -> None:
+    """Go through a long epoch of two loaders at once, one of each library, with two
+    workers each; print the workers' pids (one JSON line), then go on until Ctrl-C (or
+    for at most ``seconds``)."""
+    epochs, pids = {}, {}
+    for name in LIBRARIES:
+        epochs[name], pids[name] = _start_workers(name, SlowDataset(10**6, seconds=0.05))
+    print(json.dumps(pids), flush=True)
+    end = time.monotonic() + seconds
+    for _ in zip(*epochs.values()):
+        if time.monotonic() > end:
+            break
+
+
+def reach_the_open_files_limit(limit: int = 256) -> None:
+    """Keep everything received, with this process's open-files limit lowered to
+    ``limit``: tensors from a bare torch.multiprocessing queue, then the batches of a
+    DataLoader with two workers, from each library, under each sharing strategy. Prints
+    one JSON object: what each attempt received, or the error that stopped it."""
+    import torch.multiprocessing as tmp
+
+    report = {"default strategy": tmp.get_sharing_strategy()}
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    context = tmp.get_context("fork")
+    queue, done = context.Queue(), context.Event()
+    sender = context.Process(target=send_tensors, args=(queue, 2 * limit, done), daemon=True)
+    sender.start()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))  # here, not in the sender
+    kept = []
+    try:
+        while len(kept) < 2 * limit:
+            kept.append(queue.get(timeout=30))  # each tensor kept holds a file descriptor
+        report["queue"] = f"received all {len(kept)} tensors"
+    except Exception as error:  # noqa: BLE001 - the error is the result
+        report["queue"] = f"after {len(kept)} tensors: {error_text(error)}"
+    del kept[:]
+    done.set()
+    sender.join(10)
+    if sender.is_alive():
+        sender.kill()
+    for strategy in ("file_descriptor", "file_system"):
+        tmp.set_sharing_strategy(strategy)
+        for name in LIBRARIES:
+            try:
+                for batch in library(name).DataLoader(ManyTensors(), batch_size=1,
+                                                      num_workers=2):
+                    kept.append(batch)  # 8 tensors, each an open file descriptor (or file)
+                result = f"received all {len(kept)} batches"
+            except Exception as error:  # noqa: BLE001 - the error is the result
+                result = f"after {len(kept)} batches: {error_text(error)}"
+            report[f"{name}, {strategy}"] = result
+            del kept[:]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    print(json.dumps(report), flush=True)
+
+
+SCENARIOS = {
+    "wait_to_be_killed": wait_to_be_killed,
+    "iterate_until_interrupted": iterate_until_interrupted,
+    "reach_the_open_files_limit": reach_the_open_files_limit,
+}
+
+
+def start_scenario(scenario: str, *args: str, **popen) -> subprocess.Popen:
+    """Run a scenario of this module in a new Python process (its output piped back)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, scenario, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+if __name__ == "__main__":
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])
+
