@@ -1,15 +1,17 @@
 """The benchmark runs, every workload present, and its JSON has the documented shape.
 Timings are never checked here: speed is the benchmark's business, not a test's."""
 
+import io
 import json
 import math
 import subprocess
 import sys
+import time
 
 import pytest
 
-from minidataloader.bench import load_results, verdict
-from minidataloader.bench.workloads import WORKLOADS
+from minidataloader.bench import load_results, runner, verdict
+from minidataloader.bench.workloads import WORKLOADS, Workload
 
 NAMES = [workload.name for workload in WORKLOADS]
 
@@ -24,7 +26,7 @@ def test_quick_benchmark_prints_a_table_and_writes_json(tmp_path):
     assert "torch" in table[0] and "ratio" in table[0]
     for name in NAMES:
         assert sum(line.startswith(name + " ") for line in table) == 1, (name, run.stdout)
-    assert "runs" in run.stderr  # the progress bar
+    assert "run/s" not in run.stderr and "s/run" not in run.stderr  # no bar in a pipe
 
     report = json.loads(out.read_text())
     assert report["quick"] is True
@@ -100,3 +102,53 @@ def test_the_committed_full_run_has_the_documented_shape():
         for spread in ("torch_spread", "mini_spread", "pair_ratio_spread"):
             assert row[spread]["q1"] <= row[spread]["median"] <= row[spread]["q3"]
         assert row["verdict"] == verdict(row["pair_ratio_spread"])
+
+
+class Terminal(io.StringIO):
+    """A terminal, as far as the progress bar can tell, that notes when it is written to."""
+
+    def __init__(self):
+        super().__init__()
+        self.written_at: list[float] = []
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        self.written_at.append(time.perf_counter())
+        return super().write(text)
+
+
+def test_the_progress_bar_moves_between_measurements_only(monkeypatch):
+    """A bar per workload and pair on a terminal, drawn between runs: never while a run is
+    timed (tqdm's monitor thread, which wakes on its own, is off)."""
+    timed = []
+
+    def sleepy(data, quick):
+        """Sleeps 20 ms, timed."""
+        start = time.perf_counter()
+        time.sleep(0.02)
+        end = time.perf_counter()
+        timed.append((start, end))
+        return {"s": end - start}
+
+    fakes = [Workload("fake-a", "epoch", sleepy, {}), Workload("fake-b", "epoch", sleepy, {})]
+    monkeypatch.setattr(runner, "WORKLOADS", fakes)
+    terminal = Terminal()
+    report = runner.run_benchmark(quick=True, pairs=3, progress_file=terminal)
+
+    assert [row["workload"] for row in report["workloads"]] == ["fake-a", "fake-b"]
+    assert len(timed) == 2 * (2 + 2 * 3)  # warm-ups and pairs, both libraries
+    shown = terminal.getvalue()
+    for words in ("fake-a", "fake-b", "warm-up, torch", "pair 3/3, mini", "16/16"):
+        assert words in shown, words
+    assert len(terminal.written_at) >= len(timed)
+    inside = [t for t in terminal.written_at for start, end in timed if start <= t <= end]
+    assert not inside, f"the bar was drawn {len(inside)} times during a timed run"
+
+
+def test_no_progress_bar_where_no_one_watches(monkeypatch):
+    monkeypatch.setattr(runner, "WORKLOADS", WORKLOADS[:1])
+    log = io.StringIO()  # a file or a notebook's stream: not a terminal
+    runner.run_benchmark(quick=True, pairs=1, progress_file=log)
+    assert log.getvalue() == ""

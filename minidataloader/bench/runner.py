@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import torch
 import torch.utils.data as tud
+from tqdm import tqdm
 
 import minidataloader as mdl
 
@@ -58,27 +59,12 @@ def _run_once(workload: Workload, lib: str, quick: bool) -> dict:
         return workload.run(LIBS[lib], quick, **workload.kwargs)
 
 
-class _Progress:
-    """One line on stderr: a bar, runs done of runs planned, and the current workload."""
+class _Bar(tqdm):
+    """The progress bar: on a terminal only (elsewhere, a notebook or a log, it stays
+    silent), and without tqdm's monitor thread, so that nothing of the bar runs while a run
+    is timed: it is drawn between runs, by :func:`measure`."""
 
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.start = total, 0, time.monotonic()
-        self.live, self.last = sys.stderr.isatty(), None
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        filled = 30 * self.done // self.total
-        line = (f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} runs, "
-                f"{time.monotonic() - self.start:4.0f} s  {label}")
-        if self.live:
-            print(f"\r{line:<90}", end="", file=sys.stderr, flush=True)
-        elif self.done == self.total or label != self.last:  # a log file: a line a workload
-            print(line, file=sys.stderr, flush=True)
-        self.last = label
-
-    def close(self) -> None:
-        if self.live:
-            print(file=sys.stderr, flush=True)
+    monitor_interval = 0
 
 
 def verdict(pair_ratios: dict) -> str:
@@ -92,19 +78,22 @@ def verdict(pair_ratios: dict) -> str:
     return "tie"
 
 
-def measure(workload: Workload, pairs: int, quick: bool, progress: _Progress) -> dict:
+def measure(workload: Workload, pairs: int, quick: bool, bar: tqdm) -> dict:
     """``pairs`` runs of each library, alternating, after one untimed warm-up run each
-    (none in quick mode for a workload that is slow anyway)."""
+    (none in quick mode for a workload that is slow anyway). ``bar`` moves between runs."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    bar.set_description(workload.name)
     for lib in LIBS if workload.warm_up or not quick else ():
+        bar.set_postfix_str(f"warm-up, {lib}")
         _run_once(workload, lib, quick)
-        progress.step(workload.name)
+        bar.update()
     runs = {lib: [] for lib in LIBS}
     for pair in range(pairs):
         order = ("torch", "mini") if pair % 2 == 0 else ("mini", "torch")
         for lib in order:
+            bar.set_postfix_str(f"pair {pair + 1}/{pairs}, {lib}")
             runs[lib].append(_run_once(workload, lib, quick))
-            progress.step(workload.name)
+            bar.update()
     seconds = {lib: [run["s"] for run in runs[lib]] for lib in LIBS}
     torch_s, mini_s = (statistics.median(seconds[lib]) for lib in LIBS)
     pair_ratios = _spread([t / m for t, m in zip(seconds["torch"], seconds["mini"])])
@@ -162,18 +151,19 @@ def machine_facts() -> dict:
 
 
 def run_benchmark(names: list[str] | None = None, quick: bool = False,
-                  pairs: int | None = None) -> dict:
+                  pairs: int | None = None, progress_file=None) -> dict:
+    """Measure the workloads named (all by default); the report ``--json`` writes. A
+    progress bar goes to ``progress_file`` (default: stderr) if it is a terminal."""
     workloads = [w for w in WORKLOADS if not names or w.name in names]
     plan = [(w, pairs or (w.quick_pairs if quick else PAIRS)) for w in workloads]
     report = {"benchmark": "minidataloader vs torch.utils.data", "quick": quick,
               "machine": machine_facts(), "workloads": []}
-    progress = _Progress(sum(2 * (n + (w.warm_up or not quick)) for w, n in plan))
+    runs = sum(2 * (n + (w.warm_up or not quick)) for w, n in plan)
     start = time.monotonic()
-    try:
+    with _Bar(total=runs, unit="run", file=progress_file or sys.stderr, disable=None,
+              dynamic_ncols=True) as bar:
         for workload, n in plan:
-            report["workloads"].append(measure(workload, n, quick, progress))
-    finally:
-        progress.close()
+            report["workloads"].append(measure(workload, n, quick, bar))
     report["duration_s"] = time.monotonic() - start
     if hasattr(os, "getloadavg"):
         report["machine"]["load_average_after"] = os.getloadavg()

@@ -3,10 +3,17 @@ self-contained HTML/JS fragment for the static book (no kernel, nothing loaded f
 elsewhere). Importing this package imports neither ipywidgets nor IPython, matplotlib or
 pandas; the widget functions import what they need when called.
 
-    explorer.py   the epoch-arithmetic explorer        (explorer.js, explorer.css)
-    trace.py      recording a loader's events: TraceRecorder -> Trace (JSON, DataFrame)
-    queueflow.py  the queue-flow view of a traced epoch (queueflow.js, queueflow.css)
-    _html.py      what every static face shares         (viz.js, viz.css)
+    arithmetic.py  epoch arithmetic: iterations, last batch, padding, workers' shares
+                   (chapters 1, 7 and 12 compute with it; explorer.js ports it)
+    explorer.py    the epoch-arithmetic explorer        (explorer.js, explorer.css)
+    trace.py       recording a loader's events: TraceRecorder -> Trace (JSON, DataFrame)
+    queueflow.py   the queue-flow view of a traced epoch (queueflow.js, queueflow.css)
+    _html.py       what every static face shares         (viz.js, viz.css)
+    _settings.py   checking a view's settings; counts in words
+
+A new visual: a module with a Python face and, for the book, an HTML face built with
+``_html.fragment`` (its .js/.css beside it), twins tested against each other in
+``tests/viz/`` (see ARCHITECTURE.md).
 """
 
 from minidataloader.viz.explorer import (

@@ -14,7 +14,7 @@ import pytest
 from minidataloader.viz import epoch_explorer_html, epoch_explorer_widget, render_view
 from minidataloader.viz._html import HTMLFragment, external_references
 from minidataloader.viz.arithmetic import epoch_arithmetic
-from minidataloader.viz.explorer import DEFAULTS, effective_params
+from minidataloader.viz.explorer import DEFAULTS, LIMITS, effective_params, refusal
 
 
 def numbers(view_html: str) -> dict[str, str]:
@@ -161,7 +161,47 @@ def test_widget_shuffled_order_follows_the_seed(widget):
     widget.controls["show_epoch"].value = 2
     assert widget.view.value != first  # a new epoch, a new order
     widget.controls["epochs"].value = 1  # showing epoch 2 of 1 is not possible
-    assert widget.controls["show_epoch"].max == 1 and widget.controls["show_epoch"].value == 1
+    assert widget.controls["show_epoch"].value == 1 and not widget.why["show_epoch"].value
+    assert widget.view.value == first
+
+
+@pytest.mark.parametrize(("name", "value", "reason"), [
+    ("dataset_size", 0, "a dataset needs at least one sample (samples N: 1 to 2000)"),
+    ("dataset_size", 2001, "samples N goes up to 2000 here"),
+    ("batch_size", -3, "a batch holds at least one sample (batch_size: 1 to 256)"),
+    ("num_workers", -1, "0 workers means the main process loads; there are no fewer"),
+    ("show_epoch", 2, "the run has only 1 epoch (set epochs first)"),
+    ("epochs", 0, "a run has at least one epoch (epochs: 1 to 20)"),
+])
+def test_widget_says_why_it_refuses_a_value_and_keeps_its_view(widget, name, value, reason):
+    """Typed into the box, a value the explorer cannot draw is refused next to the box, in
+    words; the view keeps the last settings it drew, and a good value clears the reason."""
+    before, original = widget.view.value, widget.controls[name].value
+    widget.controls[name].value = value
+    assert reason in widget.why[name].value
+    assert widget.view.value == before
+    assert [other for other, why in widget.why.items() if why.value] == [name]
+    if name in widget.sliders:
+        assert widget.sliders[name].value == original
+    widget.controls[name].value = original
+    assert widget.why[name].value == "" and widget.view.value == before
+
+
+def test_a_slider_moves_its_box(widget):
+    widget.sliders["batch_size"].value = 4
+    assert widget.controls["batch_size"].value == 4
+    assert seen(widget) == {"iterations": "3", "last": "2 samples", "len": "3"}
+
+
+@pytest.mark.parametrize(("name", "value", "epochs"), [
+    (name, value, epochs) for name, (low, high) in LIMITS.items()
+    for value in (low - 1, low, high, high + 1, 2.5) for epochs in (1, 20)])
+def test_refusal_takes_exactly_what_the_controls_offer(name, value, epochs):
+    low, high = LIMITS[name]
+    if name == "show_epoch":
+        high = epochs
+    takes = isinstance(value, int) and low <= value <= high
+    assert (refusal(name, value, epochs) == "") == takes
 
 
 def test_widget_hides_the_controls_not_asked_for():
