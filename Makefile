@@ -59,9 +59,11 @@ unit: setup
 browser: setup
 	$(PYTEST) -m browser tests
 
-# Debian's chromium for the browser tests (Playwright's own browser download fails offline).
+# The browser tests' Chromium: the one MINIDATALOADER_CHROMIUM names ("playwright": Playwright's
+# own, which CI installs), or else Debian's, installed here when we are root (Playwright's own
+# download fails offline).
 chromium:
-	@if [ -x /usr/bin/chromium ]; then :; \
+	@if [ -n "$$MINIDATALOADER_CHROMIUM" ] || [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium not found: browser tests will be skipped (install it with: sudo apt-get install chromium)"; fi

@@ -1,5 +1,6 @@
-"""Shared fixtures. The browser fixture opens pages in Debian's headless Chromium through
-Playwright and fails the test on any request that leaves the machine or any console error."""
+"""Shared fixtures. The browser fixture opens pages in headless Chromium (Debian's, or the one
+MINIDATALOADER_CHROMIUM names) through Playwright and fails the test on any request that
+leaves the machine or any console error."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD_HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
+# The browser: MINIDATALOADER_CHROMIUM names its executable, or says "playwright" for
+# Playwright's own Chromium (`python -m playwright install chromium`, as CI on GitHub does,
+# where Ubuntu's chromium package is a snap stub); by default, Debian's.
+CHROMIUM = os.environ.get("MINIDATALOADER_CHROMIUM") or "/usr/bin/chromium"
+PLAYWRIGHTS_OWN = CHROMIUM == "playwright"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
@@ -43,13 +48,15 @@ class PageWatch:
 
 @pytest.fixture(scope="session")
 def chromium_browser():
-    if not os.path.exists(CHROMIUM):
+    if not PLAYWRIGHTS_OWN and not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`, "
-                    "or run `make test` as root, which installs it)")
+                    "or run `make test` as root, which installs it), or set "
+                    "MINIDATALOADER_CHROMIUM to a Chromium (\"playwright\": Playwright's own)")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         # launch() gives the browser a new, empty profile of its own
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=None if PLAYWRIGHTS_OWN else CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:

@@ -13,7 +13,10 @@ import pytest
 pytestmark = pytest.mark.browser
 
 CHAPTER_1 = "book/01_epochs_batches_iterations.html"
+CHAPTER_6 = "book/06_workers_and_queues.html"
+CHAPTER_10 = "book/10_when_things_go_wrong.html"
 CHAPTER_PAGES = ("book/[0-9][0-9]_*.html", "book/appendix_*.html")
+WIDE = {"width": 1400, "height": 900}  # wide enough for the page's contents panel
 
 
 def open_page(page, path):
@@ -104,3 +107,94 @@ def test_every_chapter_page_is_clean(page, built_book):
         assert page.locator(".mdl-verdict.mdl-passed").count() >= page.locator(
             "div.exercise").count(), f"{name}: an exercise's solution runs no check"
         page.watch.assert_clean()
+
+
+def chapter_pages(built_book):
+    return sorted(path for pattern in CHAPTER_PAGES for path in built_book.glob(pattern))
+
+
+def test_code_boxes_show_whole_lines(page, built_book):
+    """No code box cuts a long line at its right edge: every line fits or wraps."""
+    page.set_viewport_size(WIDE)
+    for path in chapter_pages(built_book):
+        open_page(page, path)
+        cut = page.evaluate("""() => Array.from(
+            document.querySelectorAll('article div.highlight pre'))
+            .filter((pre) => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+            .map((pre) => pre.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b))""")
+        assert cut == [], f"{path.name}: lines cut at the right edge: {cut[:3]}"
+    page.watch.assert_clean()
+
+
+def troubleshooting_table_and_contents_panel(page) -> dict:
+    """Where the troubleshooting table and the page's contents panel (the right sidebar)
+    lie, horizontally, and whether the table shows all it holds."""
+    return page.evaluate("""() => {
+        const table = Array.from(document.querySelectorAll('article table')).find(
+            (t) => (t.querySelector('th') || {}).textContent === 'you see (torch)');
+        const panel = document.querySelector('.bd-sidebar-secondary');
+        table.scrollIntoView();
+        const shown = panel && getComputedStyle(panel).display !== 'none'
+            && panel.getBoundingClientRect().width > 0;
+        return {right: table.getBoundingClientRect().right,
+                panel_left: shown ? panel.getBoundingClientRect().left : null,
+                scroll: table.scrollWidth, client: table.clientWidth};
+    }""")
+
+
+@pytest.mark.parametrize("name", [CHAPTER_10, "book/appendix_troubleshooting.html"])
+def test_the_troubleshooting_table_fits_beside_the_contents_panel(page, built_book, name):
+    """The wide table of chapter 10 (and the appendix) keeps clear of the contents panel,
+    its third column whole."""
+    page.set_viewport_size(WIDE)
+    open_page(page, built_book / name)
+    where = troubleshooting_table_and_contents_panel(page)
+    assert where["panel_left"] is not None, "no contents panel at this width"
+    assert where["right"] <= where["panel_left"] + 1, where
+    assert where["scroll"] <= where["client"] + 1, where
+    page.screenshot(path=str(built_book.parent / "screenshots" / "troubleshooting_table.png"))
+    page.watch.assert_clean()
+
+
+@pytest.mark.parametrize(("name", "view"), [(CHAPTER_1, ".mdl-explorer"),
+                                             (CHAPTER_6, ".mdl-queueflow")])
+def test_the_visuals_follow_the_dark_theme(page, built_book, name, view):
+    """In the book's dark mode a visual is a dark panel with light text, with no light
+    panel around it."""
+    page.add_init_script("localStorage.setItem('mode', 'dark')")  # the theme's own setting
+    open_page(page, built_book / name)
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    page.locator(view).first.scroll_into_view_if_needed()
+    lightness = page.evaluate("""(selector) => {
+        const light = (colour) => {  // 0: black, 1: white; a transparent colour: null
+            const [r, g, b, a = 1] = colour.match(/[\\d.]+/g).map(Number);
+            return a === 0 ? null : (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+        };
+        const view = document.querySelector(selector);
+        const output = view.closest('.output');
+        return {view: light(getComputedStyle(view).backgroundColor),
+                text: light(getComputedStyle(view).color),
+                around: light(getComputedStyle(output).backgroundColor)};
+    }""", view)
+    assert lightness["view"] < 0.15 and lightness["text"] > 0.8, lightness
+    assert lightness["around"] is None or lightness["around"] < 0.15, lightness
+    page.screenshot(path=str(built_book.parent / "screenshots" / f"dark_{view[5:]}.png"))
+    page.watch.assert_clean()
+
+
+def test_the_explorer_says_why_it_refuses_a_value(page, built_book):
+    """Chapter 1's explorer: N=0 is refused, with the reason next to the box; the numbers
+    stay those of the last settings drawn."""
+    open_page(page, built_book / CHAPTER_1)
+    explorer = page.locator(".mdl-explorer").first
+    explorer.scroll_into_view_if_needed()
+    numbers = explorer.locator(".mdl-numbers")
+    before = numbers.inner_text()
+    explorer.locator('input[type=number][data-param="dataset_size"]').fill("0")
+    reason = explorer.locator('[data-control="dataset_size"] .mdl-why')
+    assert reason.is_visible()
+    assert "a dataset needs at least one sample" in reason.inner_text()
+    assert numbers.inner_text() == before
+    explorer.locator('input[type=number][data-param="dataset_size"]').fill("11")
+    assert not reason.is_visible() and numbers.inner_text() != before
+    page.watch.assert_clean()

@@ -1,5 +1,7 @@
 """Run real loaders (torch's and minidataloader's) and record what they
-deliver, so that the explorer's model is checked against what actually happens.
+deliver, so that the explorer's model is checked against what actually happens; and run a
+visual's book cells in a real kernel (:func:`run_in_kernel`); and read a colour's
+luminance (:func:`luminance`), for the browser tests of the dark theme.
 
 A library is named by a string so that tests parametrize over ``LIBRARIES``; adding a
 library is one entry there and one branch in :func:`library`.
@@ -13,9 +15,28 @@ import re
 import warnings
 from dataclasses import dataclass
 
+import pytest
 import torch
 
 LIBRARIES = ["torch", "minidataloader"]
+
+
+def run_in_kernel(*sources: str, timeout: int) -> list:
+    """Run ``sources`` as the cells of a notebook in a real kernel, as the book's build
+    does; return the executed cells (their outputs)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)
+                                               for source in sources])
+    nbclient.NotebookClient(notebook, timeout=timeout, kernel_name="python3").execute()
+    return notebook.cells
+
+
+def luminance(css_colour: str) -> float:
+    """0 (black) to 1 (white), from a computed "rgb(r, g, b)"."""
+    red, green, blue = (int(part) for part in css_colour[css_colour.index("(") + 1:-1]
+                        .split(",")[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
 
 
 def library(name: str):

@@ -16,6 +16,8 @@ from minidataloader.viz._html import HTMLFragment, external_references
 from minidataloader.viz.arithmetic import epoch_arithmetic
 from minidataloader.viz.explorer import DEFAULTS, LIMITS, effective_params, refusal
 
+from ._runs import run_in_kernel
+
 
 def numbers(view_html: str) -> dict[str, str]:
     """The numbers table of a rendered view, quantity -> value."""
@@ -216,21 +218,14 @@ def test_widget_hides_the_controls_not_asked_for():
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_the_book_cells_run_in_a_real_kernel():
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from minidataloader.viz import epoch_explorer_html, "
-                                  "epoch_explorer_widget\n"
-                                  "epoch_explorer_html(dataset_size=10, batch_size=3)"),
-        nbformat.v4.new_code_cell("w = epoch_explorer_widget(dataset_size=10, batch_size=3)\n"
-                                  "w.controls['batch_size'].value = 5\nw"),
-        nbformat.v4.new_code_cell("print(dict(re.findall(r'data-quantity=\"([^\"]+)\">"
-                                  "<th>[^<]*</th><td class=\"mdl-value\">([^<]*)<', "
-                                  "w.view.value))['iterations per epoch'])"),
-    ])
-    notebook.cells.insert(0, nbformat.v4.new_code_cell("import re"))
-    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
-    html_cell, widget_cell, check_cell = notebook.cells[1:]
+    html_cell, widget_cell, check_cell = run_in_kernel(
+        "from minidataloader.viz import epoch_explorer_html, epoch_explorer_widget\n"
+        "epoch_explorer_html(dataset_size=10, batch_size=3)",
+        "w = epoch_explorer_widget(dataset_size=10, batch_size=3)\n"
+        "w.controls['batch_size'].value = 5\nw",
+        "import re\n"
+        "print(dict(re.findall(r'data-quantity=\"([^\"]+)\"><th>[^<]*</th><td class=\"mdl-value\">"
+        "([^<]*)<', w.view.value))['iterations per epoch'])", timeout=120)
     assert "text/html" in html_cell.outputs[0]["data"]
     assert "application/vnd.jupyter.widget-view+json" in widget_cell.outputs[0]["data"]
     assert check_cell.outputs[0]["text"].strip() == "2"

@@ -15,9 +15,9 @@ import torch
 
 from minidataloader.viz import epoch_explorer_html, epoch_layout, render_view
 from minidataloader.viz.arithmetic import epoch_arithmetic
-from minidataloader.viz.explorer import DEFAULTS
+from minidataloader.viz.explorer import DEFAULTS, LIMITS, refusal
 
-from ._runs import iterable_grid, map_grid
+from ._runs import iterable_grid, luminance, map_grid
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"
@@ -200,6 +200,77 @@ def test_javascript_view_equals_python(explorer_page):
     for case, html in zip(cases, in_browser(explorer_page, "renderView", cases)):
         assert html == render_view(case), case
     explorer_page.watch.assert_clean()
+
+
+def why(page, root: int, name: str) -> str | None:
+    """What explorer `root` says next to the box of `name` (None: nothing shown)."""
+    return page.evaluate("""([root, name]) => {
+        const box = document.querySelectorAll('.mdl-explorer')[root]
+            .querySelector(`input[type=number][data-param="${name}"]`);
+        const note = box.closest('.mdl-control').querySelector('.mdl-why');
+        return note && !note.hidden && note.offsetParent !== null ? note.textContent : null;
+    }""", [root, name])
+
+
+def test_a_refused_value_is_explained_next_to_its_box(explorer_page):
+    """N=0 (or any value the explorer cannot draw) is refused in words, next to the box; the
+    view keeps the last settings it drew; a good value clears the words."""
+    page = explorer_page
+    first = page.locator(".mdl-explorer").nth(0)
+    before = shown(page, 0)
+    box = first.locator('input[type=number][data-param="dataset_size"]')
+    box.fill("0")
+    assert why(page, 0, "dataset_size") == refusal("dataset_size", 0) != ""
+    assert "a dataset needs at least one sample" in why(page, 0, "dataset_size")
+    assert box.get_attribute("aria-invalid") == "true"
+    assert shown(page, 0) == before
+    box.fill("")  # someone typing: neither taken nor refused
+    assert shown(page, 0) == before
+    box.fill("12")
+    assert why(page, 0, "dataset_size") is None and box.get_attribute("aria-invalid") == "false"
+    assert shown(page, 0)["iterations per epoch"] == "4"
+
+    show = first.locator('input[type=number][data-param="show_epoch"]')
+    show.fill("2")  # the first explorer runs 1 epoch
+    assert why(page, 0, "show_epoch") == refusal("show_epoch", 2, epochs=1)
+    first.locator('input[type=number][data-param="epochs"]').fill("3")
+    assert why(page, 0, "show_epoch") is None  # the view drew again, from what it holds
+    first.locator('input[type=number][data-param="batch_size"]').fill("300")
+    assert why(page, 0, "batch_size") == "batch_size goes up to 256 here"
+    assert why(page, 1, "batch_size") is None  # the other explorer says nothing
+    page.watch.assert_clean()
+
+
+def test_javascript_refusal_equals_python(explorer_page):
+    cases = [[name, value, epochs] for name, (low, high) in LIMITS.items()
+             for value in (low - 1, low, (low + high) // 2, high, high + 1, 2.5, -7)
+             for epochs in (1, 3, 20)]
+    got = explorer_page.evaluate("""(cases) => cases.map(([name, value, epochs]) =>
+        window.minidataloader.viz.explorer.refusal(name, value, epochs))""", cases)
+    assert got == [refusal(*case) for case in cases]
+    explorer_page.watch.assert_clean()
+
+
+def test_dark_theme(page, tmp_path):
+    """Under the book's dark theme (and JupyterLab's), the explorer is a dark panel with
+    light text: it follows the page instead of staying a white box."""
+    fragment = epoch_explorer_html(dataset_size=10, batch_size=3)
+    for dark in ('<html data-theme="dark">', '<html><body data-jp-theme-light="false">'):
+        path = tmp_path / "dark.html"
+        path.write_text(f'<!doctype html>{dark}<head><meta charset="utf-8"><title>dark</title>'
+                        f'</head><body style="background:#121212">{fragment}</body></html>',
+                        encoding="utf-8")
+        page.goto(path.as_uri())
+        page.wait_for_function("() => document.querySelector('.mdl-explorer[data-mounted]')")
+        colours = page.evaluate("""() => {
+            const view = document.querySelector('.mdl-explorer');
+            const style = getComputedStyle(view);
+            return [style.backgroundColor, style.color,
+                    getComputedStyle(view.querySelector('svg text.mdl-heading')).fill];
+        }""")
+        assert [luminance(c) for c in colours] == [pytest.approx(0.05, abs=0.05), *[
+            pytest.approx(0.9, abs=0.1)] * 2], (dark, colours)
+    page.watch.assert_clean()
 
 
 def test_screenshot(page, tmp_path):

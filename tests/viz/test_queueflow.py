@@ -26,6 +26,8 @@ from minidataloader.viz.queueflow import (
     view_data,
 )
 
+from ._runs import run_in_kernel
+
 pytestmark = pytest.mark.timeout(120)
 FAST = dict(batches=6, batch_size=2, load_ms=1.0, step_ms=1.0)
 
@@ -250,21 +252,15 @@ def test_widget_reacts_to_controls_and_records_again(widget):
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_the_book_cells_run_in_a_real_kernel():
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell(
-            "from minidataloader.viz import queue_flow_html, queue_flow_widget, record_queue_flow\n"
-            "traces = {'in_order=True': record_queue_flow(batches=6, slow_batch=2),\n"
-            "          'in_order=False': record_queue_flow(batches=6, slow_batch=2, in_order=False)}\n"
-            "queue_flow_html(traces)"),
-        nbformat.v4.new_code_cell("w = queue_flow_widget(batches=4, load_ms=1, step_ms=1)\n"
-                                  "w.controls['num_workers'].value = 1\nw.run()\nw"),
-        nbformat.v4.new_code_cell("print(w.trace.info['config']['num_workers'], "
-                                  "w.trace.summary()['batches'])"),
-    ])
-    nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3").execute()
-    html_cell, widget_cell, check_cell = notebook.cells
+    html_cell, widget_cell, check_cell = run_in_kernel(
+        "from minidataloader.viz import queue_flow_html, queue_flow_widget, record_queue_flow\n"
+        "traces = {'in_order=True': record_queue_flow(batches=6, slow_batch=2),\n"
+        "          'in_order=False': record_queue_flow(batches=6, slow_batch=2, in_order=False)}\n"
+        "queue_flow_html(traces)",
+        "w = queue_flow_widget(batches=4, load_ms=1, step_ms=1)\n"
+        "w.controls['num_workers'].value = 1\nw.run()\nw",
+        "print(w.trace.info['config']['num_workers'], w.trace.summary()['batches'])",
+        timeout=180)
     assert "text/html" in html_cell.outputs[0]["data"]
     assert "application/vnd.jupyter.widget-view+json" in widget_cell.outputs[-1]["data"]
     assert check_cell.outputs[0]["text"].strip() == "1 4"

@@ -14,6 +14,8 @@ import pytest
 from minidataloader.viz import queue_flow_html, record_queue_flow
 from minidataloader.viz.queueflow import LABEL_WIDTH, MAIN_PLACES, PLOT, render_state, view_data
 
+from ._runs import luminance
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 SCREENSHOTS = pathlib.Path(__file__).resolve().parents[2] / "_build" / "screenshots"
 SLOW = dict(batches=12, batch_size=2, load_ms=2.0, step_ms=4.0, slow_batch=2, slow_ms=150.0)
@@ -190,6 +192,32 @@ def test_clicking_the_timeline_goes_to_that_moment(view, datas):
     svg.click(position={"x": box["width"] * (LABEL_WIDTH + PLOT / 2) / 720, "y": 10})
     assert now(view) == pytest.approx(min(scale // 2, datas[0]["end"]), abs=scale / 300)
     view.watch.assert_clean()
+
+
+def test_dark_theme(page, tmp_path, traces):
+    """Under the book's dark theme the view is a dark panel, and what it draws on its own
+    background (the time cursor, the end of the epoch, the axis) turns light with the text;
+    the batches keep their colours. A picture goes to _build/screenshots/."""
+    fragment = queue_flow_html(traces)
+    path = tmp_path / "dark.html"
+    path.write_text('<!doctype html><html data-theme="dark"><head><meta charset="utf-8">'
+                    '<title>dark</title></head><body style="background:#121212; max-width: '
+                    f'750px; margin: 16px auto">{fragment}</body></html>', encoding="utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_function("() => document.querySelector('.mdl-queueflow[data-mounted]')")
+    colours = page.evaluate("""() => {
+        const view = document.querySelector('.mdl-queueflow');
+        const svg = view.querySelector('.mdl-qf-trace:not([hidden]) svg');
+        return {background: getComputedStyle(view).backgroundColor,
+                text: getComputedStyle(view).color,
+                cursor: getComputedStyle(svg.querySelector('.mdl-qf-cursor')).stroke,
+                batch: svg.querySelector('g[data-place] rect').getAttribute('fill')};
+    }""")
+    assert luminance(colours["background"]) < 0.1, colours
+    assert luminance(colours["text"]) > 0.8 and luminance(colours["cursor"]) > 0.8, colours
+    assert colours["batch"].startswith("#")  # a light fill of its own, as in the light theme
+    page.screenshot(path=str(SCREENSHOTS / "queue_flow_dark.png"), full_page=True)
+    page.watch.assert_clean()
 
 
 def test_screenshot(page, tmp_path):
