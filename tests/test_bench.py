@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -145,6 +146,8 @@ def test_the_progress_bar_moves_between_measurements_only(monkeypatch):
     assert len(terminal.written_at) >= len(timed)
     inside = [t for t in terminal.written_at for start, end in timed if start <= t <= end]
     assert not inside, f"the bar was drawn {len(inside)} times during a timed run"
+    monitors = [t for t in threading.enumerate() if type(t).__name__ == "TMonitor"]
+    assert not monitors, "tqdm's monitor thread would wake during timed runs"
 
 
 def test_no_progress_bar_where_no_one_watches(monkeypatch):

@@ -32,7 +32,6 @@ import warnings
 import numpy as np
 import torch
 import torch.utils.data as tud
-from tqdm import tqdm
 
 import minidataloader as mdl
 
@@ -59,12 +58,16 @@ def _run_once(workload: Workload, lib: str, quick: bool) -> dict:
         return workload.run(LIBS[lib], quick, **workload.kwargs)
 
 
-class _Bar(tqdm):
-    """The progress bar: on a terminal only (elsewhere, a notebook or a log, it stays
-    silent), and without tqdm's monitor thread, so that nothing of the bar runs while a run
-    is timed: it is drawn between runs, by :func:`measure`."""
+def _progress_bar(total: int, file):
+    """A bar of ``total`` runs on ``file`` if it is a terminal (silent elsewhere: a notebook,
+    a log), without tqdm's monitor thread, so that nothing of the bar runs while a run is
+    timed: :func:`measure` draws it between runs."""
+    from tqdm import tqdm  # here: gpu_bandwidth, beside this module, runs without tqdm
 
-    monitor_interval = 0
+    class Bar(tqdm):
+        monitor_interval = 0  # no monitor thread
+
+    return Bar(total=total, unit="run", file=file, disable=None, dynamic_ncols=True)
 
 
 def verdict(pair_ratios: dict) -> str:
@@ -78,7 +81,7 @@ def verdict(pair_ratios: dict) -> str:
     return "tie"
 
 
-def measure(workload: Workload, pairs: int, quick: bool, bar: tqdm) -> dict:
+def measure(workload: Workload, pairs: int, quick: bool, bar) -> dict:
     """``pairs`` runs of each library, alternating, after one untimed warm-up run each
     (none in quick mode for a workload that is slow anyway). ``bar`` moves between runs."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -160,8 +163,7 @@ def run_benchmark(names: list[str] | None = None, quick: bool = False,
               "machine": machine_facts(), "workloads": []}
     runs = sum(2 * (n + (w.warm_up or not quick)) for w, n in plan)
     start = time.monotonic()
-    with _Bar(total=runs, unit="run", file=progress_file or sys.stderr, disable=None,
-              dynamic_ncols=True) as bar:
+    with _progress_bar(runs, progress_file or sys.stderr) as bar:
         for workload, n in plan:
             report["workloads"].append(measure(workload, n, quick, bar))
     report["duration_s"] = time.monotonic() - start
