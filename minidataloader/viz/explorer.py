@@ -421,7 +421,8 @@ TOO_LOW = {
 def refusal(name: str, value, epochs: int = LIMITS["epochs"][1]) -> str:
     """Why the box of ``name`` refuses ``value`` ("" if it takes it): the explorer offers
     ``LIMITS[name]``, and ``show_epoch`` goes up to ``epochs``. The view keeps the last
-    settings it could draw, and the reason is shown next to the box."""
+    settings it could draw, and the reason is shown next to the box. (explorer.js holds its
+    twin, for the page.)"""
     low, high = LIMITS[name]
     label = LABELS[name]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
