@@ -10,10 +10,18 @@ import multiprocessing
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import datasets, epochs, same, same_error
-from mp_datasets import Counting, Observer, Pids, Squares, TorchOnlyStream, record_init, stream
 
 import minidataloader as mdl
+from tests.support.differential import datasets, epochs, same, same_error
+from tests.support.mp_datasets import (
+    Counting,
+    Observer,
+    Pids,
+    Squares,
+    TorchOnlyStream,
+    record_init,
+    stream,
+)
 
 
 def same_value(scenario, seed: int = 0):

@@ -17,12 +17,12 @@ import warnings
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import same
-from mp_datasets import Squares, failing_collate, failing_init
-from mp_procs import children, first_line, marked, python, running, start, wait_gone
 
 import minidataloader as mdl
 from minidataloader.demo.synthetic import FaultyDataset, TwoArgumentError
+from tests.support.differential import same
+from tests.support.mp_datasets import Squares, failing_collate, failing_init
+from tests.support.mp_procs import children, first_line, marked, python, running, start, wait_gone
 
 
 def until_error(loader, then_continue=True):
@@ -283,7 +283,7 @@ def test_workers_exit_when_the_parent_is_killed(persistent):
     code = textwrap.dedent(f"""
         import time
         import minidataloader as mdl
-        from mp_datasets import Squares
+        from tests.support.mp_datasets import Squares
 
         loader = mdl.DataLoader(Squares(100), batch_size=2, num_workers=2,
                                 persistent_workers={persistent})
@@ -308,7 +308,7 @@ def test_open_files_limit_gives_a_message_that_says_what_to_do():
         import resource
         import torch.utils.data as tud
         import minidataloader as mdl
-        from mp_datasets import Fd
+        from tests.support.mp_datasets import Fd
 
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         for lib in (tud, mdl):
@@ -345,7 +345,7 @@ def test_exit_in_the_middle_of_an_epoch(how, persistent_and_pinned):
     code = textwrap.dedent(f"""
         import os, sys
         import minidataloader as mdl
-        from mp_datasets import Squares
+        from tests.support.mp_datasets import Squares
 
         loader = mdl.DataLoader(Squares(400, delay=0.01), batch_size=2, num_workers=2,
                                 persistent_workers={persistent_and_pinned})

@@ -10,14 +10,13 @@ import time
 
 import pytest
 import torch
-from differential import Point, assert_identical, epochs, same
-from mp_datasets import Squares, stream
-from test_collate import Frozen  # an immutable Mapping (tests/package)
 from torch.utils.data._utils.pin_memory import pin_memory as torch_pin_memory
 
 import minidataloader as mdl
 from minidataloader import _tracing
 from minidataloader.pin_memory import pin_memory
+from tests.support.differential import Frozen, Point, assert_identical, epochs, same
+from tests.support.mp_datasets import Squares, stream
 
 
 class Pinnable:

@@ -6,10 +6,10 @@ import pickle
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import SAMPLE_KINDS, datasets, epochs, same, same_error
 
 import minidataloader as mdl
 from minidataloader import _tracing
+from tests.support.differential import SAMPLE_KINDS, datasets, epochs, same, same_error
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
