@@ -6,17 +6,14 @@ with a message that says what to do, and leave no process behind."""
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import signal
 import textwrap
 import time
 import uuid
-import warnings
 
 import pytest
 import torch
-import torch.utils.data as tud
 
 import minidataloader as mdl
 from minidataloader.demo.synthetic import FaultyDataset, TwoArgumentError
@@ -180,8 +177,8 @@ def test_continuing_after_a_worker_error_gives_the_remaining_batches():
     assert same(scenario).value[1] == "ValueError"
 
 
-@pytest.mark.parametrize("context", ["spawn", "forkserver"])
-def test_what_pickle_cannot_send_to_spawned_workers(context):
+def unpicklable(culprit: str) -> dict:
+    """DataLoader arguments of which one, ``culprit``, pickle cannot send to a worker."""
     class LocalDataset:  # a class defined inside a function
         def __len__(self):
             return 4
@@ -189,20 +186,25 @@ def test_what_pickle_cannot_send_to_spawned_workers(context):
         def __getitem__(self, i):
             return i
 
-    errors = {}
-    for lib in (tud, mdl):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch warns before raising; we explain in it
-            for name, kwargs in (("lambda", {"dataset": range(4), "collate_fn": lambda b: b}),
-                                 ("local class", {"dataset": LocalDataset()})):
-                loader = lib.DataLoader(num_workers=1, multiprocessing_context=(
-                    multiprocessing.get_context(context)), **kwargs)
-                with pytest.raises(Exception) as caught:  # noqa: B017 - compared below
-                    iter(loader)
-                errors.setdefault(name, []).append(caught.value)
-    for name, (ref, got) in errors.items():
-        assert isinstance(got, type(ref)), (name, ref, got)
-        assert "module" in str(got) and "fork" in str(got), str(got)
+    return {"dataset": LocalDataset() if culprit == "dataset" else range(4),
+            **{"collate_fn": {"collate_fn": lambda batch: batch},
+               "worker_init_fn": {"worker_init_fn": lambda worker_id: None}}.get(culprit, {})}
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+@pytest.mark.parametrize("culprit", ["collate_fn", "worker_init_fn", "dataset"])
+def test_what_pickle_cannot_send_to_spawned_workers(context, culprit):
+    def scenario(lib):
+        iter(lib.DataLoader(num_workers=1, multiprocessing_context=context,
+                            **unpicklable(culprit)))
+
+    ref = same(scenario)  # the same exception type, after a warning of the same category
+    assert ref.error is not None and ref.warnings == [UserWarning], ref
+    with pytest.warns(UserWarning, match="top level of a .py module") as caught, \
+            pytest.raises(type(ref.error)) as raised:
+        iter(mdl.DataLoader(num_workers=1, multiprocessing_context=context,
+                            **unpicklable(culprit)))
+    assert "fork" in str(caught[0].message) and "fork" in str(raised.value), raised.value
 
 
 @pytest.mark.timeout(120)
