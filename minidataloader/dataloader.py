@@ -618,14 +618,22 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             try:
                 worker.start()
             except (TypeError, AttributeError, pickle.PicklingError) as error:
+                # As torch does: a warning (the error alone may be filtered out, or read as
+                # a bug in the loader), then the error, which says the same, in detail.
+                fix = ("Define the dataset's class, collate_fn and worker_init_fn at the top "
+                       "level of a .py module and import them, or use "
+                       "multiprocessing_context='fork' (Linux, macOS).")
+                warnings.warn(f"A DataLoader worker could not be started: the "
+                              f"{context.get_start_method()!r} start method sends it a pickled "
+                              f"copy of its arguments, and one cannot be pickled. {fix}",
+                              stacklevel=3)
                 raise type(error)(
                     f"could not start a DataLoader worker: {error}. With the "
                     f"{context.get_start_method()!r} start method each worker receives a "
                     "pickled copy of the dataset, collate_fn and worker_init_fn, and pickle "
                     "sends functions and classes by name: a lambda, a function or class "
-                    "defined inside another function, or one defined in a notebook cannot be "
-                    "sent. Define them at the top level of a .py module and import them, or "
-                    "use multiprocessing_context='fork' (Linux, macOS).") from error
+                    f"defined inside another function, or one defined in a notebook cannot be "
+                    f"sent. {fix}") from error
             group.index_queues.append(index_queue)
             group.workers.append(worker)
         if self._pin_memory:
