@@ -150,9 +150,9 @@ def loaders(lib):
 
 def test_tracing_off_never_calls_the_recorder(monkeypatch):
     def explode(*args, **kwargs):
-        raise AssertionError("emit() called with tracing off")
+        raise AssertionError("the recorder was called with tracing off")
 
-    monkeypatch.setattr(_tracing, "emit", explode)  # forked workers inherit it
+    monkeypatch.setattr(_tracing, "_record", explode)  # forked workers inherit it
     assert not _tracing.enabled
     for loader in loaders(mdl) + [mdl.DataLoader(range(5), batch_size=2)]:
         for _ in range(2):
