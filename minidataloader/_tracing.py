@@ -40,12 +40,6 @@ import threading
 import time
 import weakref
 
-EVENTS = (
-    "epoch_start", "epoch_end", "worker_start", "worker_exit", "dispatch", "fetch_start",
-    "fetch_end", "result_put", "received", "reorder_enter", "reorder_leave", "pin_start",
-    "pin_end", "yielded", "resume",
-)
-
 enabled = False
 _sink = None  # this process's sink: a callable taking one record (a dict)
 _worker_folder: str | None = None  # where workers started from now on write their events
@@ -98,9 +92,8 @@ def attach_worker(folder: str | None) -> None:
     """Called first thing in every worker. A forked worker inherits the parent's state,
     so this always resets it: off, or on with a file of the worker's own."""
     stop()
-    if folder is not None:
-        path = os.path.join(folder, f"worker-{os.getpid()}.jsonl")
-        file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the worker
+    if folder is not None:  # the file lives as long as the worker:
+        file = open(os.path.join(folder, f"worker-{os.getpid()}.jsonl"), "a", encoding="utf-8")
 
         def write(record: dict) -> None:
             file.write(json.dumps(record) + "\n")

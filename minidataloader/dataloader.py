@@ -11,6 +11,7 @@ multi-process iterator's workers, queues and pin thread belong to a _WorkerGroup
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import os
@@ -20,7 +21,6 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from typing import Any, Generic, TypeVar
 
@@ -215,10 +215,8 @@ class DataLoader(Generic[T_co]):
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
-            iterator = self._iterator
-        else:
-            iterator = self._get_iterator()
-        return iterator
+            return self._iterator
+        return self._get_iterator()
 
     def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
@@ -361,13 +359,10 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         return data
 
 
-@dataclass(slots=True)
-class _Task:
-    """A batch dispatched and not yet yielded; see NOTE [ Dispatch and reorder bookkeeping ]."""
-
-    worker_id: int  # the worker it was sent to
-    arrived: bool = False  # True: it came before its turn, and waits here for it
-    data: Any = None  # what came (a batch, or an error to raise in its turn)
+# A batch dispatched and not yet yielded: the worker it was sent to, and, once it has come
+# before its turn and waits for it, arrived=True and what came (a batch, or an error to
+# raise in its turn). See NOTE [ Dispatch and reorder bookkeeping ].
+_Task = collections.namedtuple("_Task", ["worker_id", "arrived", "data"], defaults=[False, None])
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
@@ -426,9 +421,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     #   3. Workers are daemonic: if nothing below runs, multiprocessing terminates them when
     #      the main process exits normally.
     #
-    # _WorkerGroup.shutdown runs once: at the end of an epoch (unless workers persist), when
-    # the iterator is freed (after `break`, an exception, KeyboardInterrupt), or at
-    # interpreter exit (see NOTE [ Who stops the workers ]):
+    # _WorkerGroup.shutdown (in worker_group.py) runs once: at the end of an epoch (unless
+    # workers persist), when the iterator is freed (after `break`, an exception,
+    # KeyboardInterrupt), or at interpreter exit (see NOTE [ Who stops the workers ]):
     #
     #   main process                          pin thread            worker w
     #   1. pin_done.set(); (None, None) ---> wakes, sees pin_done,
@@ -478,7 +473,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         _tracing.epoch_start(self, loader)
         self._send_idx = 0
         self._rcvd_idx = 0
-        self._task_info = {}  # batch number -> _Task; see NOTE [ Dispatch and reorder ... ]
+        self._task_info = {}  # batch number -> _Task (NOTE [ Dispatch and reorder bookkeeping ])
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -574,7 +569,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._try_put_index()
                 continue
             if idx != self._rcvd_idx and self._in_order:  # early: park it until its turn
-                task.arrived, task.data = True, data
+                self._task_info[idx] = task._replace(arrived=True, data=data)
                 _tracing.emit("reorder_enter", batch=idx)
                 continue
             if idx == self._rcvd_idx:
@@ -597,7 +592,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 break
         else:  # no worker can take it (as in torch, the sampler's batch is dropped)
             return
-        _tracing.emit("dispatch", batch=self._send_idx, worker=worker_id)  # before put()
+        # (the dispatch is reported before put(): the worker may start on it at once)
+        _tracing.emit("dispatch", batch=self._send_idx, worker=worker_id)
         self._group.index_queues[worker_id].put((self._send_idx, index))
         self._task_info[self._send_idx] = _Task(worker_id)
         self._workers_num_tasks[worker_id] += 1

@@ -44,9 +44,9 @@ def _pin_memory_plan(loader) -> tuple[Callable | None, int | None]:
         warnings.warn(f"pin_memory_device is deprecated and ignored "
                       f"(pin_memory_device={loader.pin_memory_device!r}): batches are "
                       "pinned for the current accelerator", stacklevel=3)
-    available = torch.accelerator.is_available()
-    accelerator = torch.accelerator.current_accelerator() if loader.pin_memory and available else None
-    if loader.pin_memory and not available:
+    accelerator = (torch.accelerator.current_accelerator()
+                   if loader.pin_memory and torch.accelerator.is_available() else None)
+    if loader.pin_memory and accelerator is None:
         warnings.warn("pin_memory=True, but no accelerator was found, so there is nothing "
                       "to pin memory for; set pin_memory=False", stacklevel=3)
     elif accelerator is not None and accelerator.type == "mps":
@@ -56,9 +56,8 @@ def _pin_memory_plan(loader) -> tuple[Callable | None, int | None]:
     pin_fn = getattr(loader, "_pin_memory_fn", None)
     if pin_fn is None and accelerator is not None:
         pin_fn = functools.partial(pin_memory, device=accelerator.type)
-    if pin_fn is None or not available:
-        return pin_fn, None
-    return pin_fn, torch.accelerator.current_device_index()
+    on_device = pin_fn is not None and torch.accelerator.is_available()
+    return pin_fn, torch.accelerator.current_device_index() if on_device else None
 
 
 def _pin(pin_fn, data, batch: int):

@@ -121,27 +121,28 @@ class _ExceptionWrapper:
 
 
 # NOTE [ Messages on the result queue ]
-# All workers put their messages on one queue, the result queue, and the main process reads
-# them from it (through the pin thread, when batches are pinned). A message is a pair, and
-# the types in it alone say which of five it is:
+# Every worker puts its messages on the one result queue, and the main process reads them
+# from it (through the pin thread, when batches are pinned). A message is a pair; the types
+# in it alone say which of five it is:
 #
-#   message                                from      means
-#   (i, batch)                             worker    batch i, fetched and collated
-#   (i, _ExceptionWrapper)                 worker    fetching batch i raised (or pinning it)
-#   (i, _IterableDatasetStopIteration(w))  worker w  my stream ran out: batch i never comes
-#   (_ResumeIteration(), None)             worker    (new epoch) all I sent before is sent
-#   (None, None)                           main      wake up, pin thread: we are shutting down
+#   (i, batch)                  batch i, fetched and collated: the pin thread pins it, the
+#                               iterator yields it in its turn (_next_data, _process_data)
+#   (i, _ExceptionWrapper)      fetching batch i raised (or pinning it, when the pin thread
+#                               sends it): raised in batch i's turn (_process_data)
+#   (i, _IterableDatasetStopIteration(w))
+#                               worker w's stream ran out at batch i: batch i never comes,
+#                               and w gets no more tasks this epoch (_next_data)
+#   (_ResumeIteration(), None)  a persistent worker acknowledges a new epoch: all it sent
+#                               before has been sent; _reset drops that, counts these
+#   (None, None)                sent by the main process at shutdown, to wake the pin thread
 #
 #   worker 0 --+
 #   worker 1 --+--> result_queue --> [pin thread] --> data_queue --> the iterator
-#   worker 2 --+        ^            pins (i, batch)  (the result queue itself
+#   worker 2 --+        ^            pins (i, batch)  (the result queue itself,
 #                       |            only; passes     when batches are not pinned)
 #   shutdown: (None, None)           the rest on
 #
-# The iterator yields batches and raises errors in sampler order (_next_data and
-# _process_data), retires a worker whose stream ran out (_next_data), and counts the
-# acknowledgements when a persistent epoch starts (_reset). The checks below are the only
-# code that tells the messages apart.
+# The four checks below are the only code that tells the messages apart.
 
 
 def _is_batch(idx, data) -> bool:
@@ -258,7 +259,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
                     else:
                         data = _ExceptionWrapper(where)
             _tracing.emit("fetch_end", batch=idx, worker=worker_id)
-            _tracing.emit("result_put", batch=idx, worker=worker_id)  # before: it may be read at once
+            # result_put comes before put(): the main process may receive it at once
+            _tracing.emit("result_put", batch=idx, worker=worker_id)
             result_queue.put((idx, data))
             del data, idx, index, task  # keep no batch alive while waiting for the next task
     except KeyboardInterrupt:

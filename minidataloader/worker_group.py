@@ -45,11 +45,11 @@ def _describe_death(worker) -> str:
     if code < 0:
         name = signal.Signals(-code).name
         return f"was killed by {name}{_DEATH_HINTS.get(name, '')}"
-    return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an "
-            "uncaught error whose traceback it printed to stderr. With spawn or forkserver, "
-            "a worker dies this way when it cannot import the dataset's class (one defined "
-            "in a notebook or `python -c`: move the class to a .py module), or when the "
-            "script that starts the loader lacks an `if __name__ == \"__main__\":` guard")
+    return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an uncaught "
+            "error whose traceback it printed to stderr. With spawn or forkserver, a worker dies "
+            "this way when it cannot import the dataset's class (one defined in a notebook or "
+            "`python -c`: move the class to a .py module), or when the script that starts the "
+            "loader lacks an `if __name__ == \"__main__\":` guard")
 
 
 def _raise_if_out_of_file_descriptors() -> None:
@@ -57,22 +57,19 @@ def _raise_if_out_of_file_descriptors() -> None:
     (a few files to spare do not count): then no batch can be received."""
     opened = []
     try:
-        for _ in range(10):
+        while len(opened) < 10:
             opened.append(os.open(os.devnull, os.O_RDONLY))
     except OSError as error:
-        at_limit = error.errno == errno.EMFILE
-    else:
-        at_limit = False
+        if error.errno == errno.EMFILE:
+            raise RuntimeError(
+                "Too many open files: the main process is at its open-files limit, so it can "
+                "no longer receive batches (with the default 'file_descriptor' sharing strategy "
+                "each tensor received holds a file descriptor). Raise the limit (`ulimit -n` "
+                "in the shell), keep fewer batches alive, or call torch.multiprocessing."
+                "set_sharing_strategy('file_system') at the start of the program.") from None
     finally:
         for fd in opened:
             os.close(fd)
-    if at_limit:
-        raise RuntimeError(
-            "Too many open files: the main process is at its open-files limit, so it can no "
-            "longer receive batches (with the default 'file_descriptor' sharing strategy "
-            "each tensor received holds a file descriptor). Raise the limit (`ulimit -n` in "
-            "the shell), keep fewer batches alive, or call torch.multiprocessing."
-            "set_sharing_strategy('file_system') at the start of the program.") from None
 
 
 class _WorkerGroup:
@@ -108,21 +105,18 @@ class _WorkerGroup:
         try:
             worker.start()
         except (TypeError, AttributeError, pickle.PicklingError) as error:
-            # As torch does: a warning first (a bare pickling error reads like a bug in the
-            # loader), then the error itself, which says what to change too.
-            method = self.context.get_start_method()
-            fix = ("Define the dataset's class, collate_fn and worker_init_fn at the top "
-                   "level of a .py module and import them, or use "
-                   "multiprocessing_context='fork' (Linux, macOS).")
-            warnings.warn(f"A DataLoader worker could not be started: the {method!r} start "
-                          f"method sends it a pickled copy of its arguments, and one cannot "
-                          f"be pickled. {fix}", stacklevel=4)
-            raise type(error)(
-                f"could not start a DataLoader worker: {error}. With the {method!r} start "
-                "method each worker receives a pickled copy of the dataset, collate_fn and "
-                "worker_init_fn, and pickle sends functions and classes by name: a lambda, "
-                "a function or class defined inside another function, or one defined in a "
-                f"notebook cannot be sent. {fix}") from error
+            # As torch does: a warning (a bare pickling error reads like a bug in the
+            # loader), then the error; both say what to change.
+            message = (
+                f"A DataLoader worker could not be started. With the "
+                f"{self.context.get_start_method()!r} start method each worker receives a "
+                "pickled copy of the dataset, collate_fn and worker_init_fn, and pickle sends "
+                "functions and classes by name: a lambda, a function or class defined inside "
+                "another function, or one defined in a notebook cannot be sent. Define them at "
+                "the top level of a .py module and import them, or use "
+                "multiprocessing_context='fork' (Linux, macOS).")
+            warnings.warn(message, stacklevel=5)  # the line that called iter(loader)
+            raise type(error)(f"{message} Pickling said: {error}") from error
         self.index_queues.append(index_queue)
         self.workers.append(worker)
 
