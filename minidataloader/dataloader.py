@@ -361,7 +361,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
 # A batch dispatched and not yet yielded: the worker it was sent to, and, once it has come
 # before its turn and waits for it, arrived=True and what came (a batch, or an error to
-# raise in its turn). See NOTE [ Dispatch and reorder bookkeeping ].
+# raise in its turn). See the NOTE on dispatch and reorder bookkeeping, in the class below.
 _Task = collections.namedtuple("_Task", ["worker_id", "arrived", "data"], defaults=[False, None])
 
 
@@ -473,7 +473,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         _tracing.epoch_start(self, loader)
         self._send_idx = 0
         self._rcvd_idx = 0
-        self._task_info = {}  # batch number -> _Task (NOTE [ Dispatch and reorder bookkeeping ])
+        self._task_info = {}  # batch number -> _Task: see the NOTE on the bookkeeping above
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
