@@ -92,7 +92,7 @@ def attach_worker(folder: str | None) -> None:
     """Called first thing in every worker. A forked worker inherits the parent's state,
     so this always resets it: off, or on with a file of the worker's own."""
     stop()
-    if folder is not None:  # the file lives as long as the worker:
+    if folder is not None:  # (the file stays open as long as the worker lives)
         file = open(os.path.join(folder, f"worker-{os.getpid()}.jsonl"), "a", encoding="utf-8")
 
         def write(record: dict) -> None:

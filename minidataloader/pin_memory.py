@@ -39,7 +39,8 @@ from .worker import _STATUS_CHECK_INTERVAL, _ExceptionWrapper, _is_batch
 def _pin_memory_plan(loader) -> tuple[Callable | None, int | None]:
     """How an iterator of ``loader`` pins (see NOTE [ Whether batches are pinned ]): the
     function that pins one batch, or None; and the index of the accelerator device the pin
-    thread pins for, None when nothing is pinned or there is no accelerator."""
+    thread must use (a thread starts on device 0), None when there is no pin thread or no
+    accelerator."""
     if loader.pin_memory and loader.pin_memory_device:
         warnings.warn(f"pin_memory_device is deprecated and ignored "
                       f"(pin_memory_device={loader.pin_memory_device!r}): batches are "
@@ -56,7 +57,7 @@ def _pin_memory_plan(loader) -> tuple[Callable | None, int | None]:
     pin_fn = getattr(loader, "_pin_memory_fn", None)
     if pin_fn is None and accelerator is not None:
         pin_fn = functools.partial(pin_memory, device=accelerator.type)
-    on_device = pin_fn is not None and torch.accelerator.is_available()
+    on_device = pin_fn is not None and loader.num_workers > 0 and torch.accelerator.is_available()
     return pin_fn, torch.accelerator.current_device_index() if on_device else None
 
 
