@@ -21,6 +21,10 @@ T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
 
+# The core's own exception types. They live here, with the datasets that raise most of them
+# (TensorDataset, ConcatDataset, ChainDataset), because every module that raises them
+# imports this one anyway: the DataLoader (timeout without workers, prefetch_factor=0) and
+# DistributedSampler (a dataset whose length changed) raise AssertionValueError too.
 class AssertionValueError(AssertionError, ValueError):
     """Raised where torch raises a bare AssertionError for a bad value: ``except
     AssertionError`` keeps working, and ``except ValueError`` says what really happened."""

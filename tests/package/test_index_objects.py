@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.support.differential import same
-from tests.support.mp_datasets import KEYS, Color
+from tests.support.mp_datasets import KEYS, Color, as_received
 
 # Objects a sampler or a user may use as an index: every kind that compares and subtracts
 # like an int, and those that do not stay what they are on the way through.
@@ -283,5 +283,20 @@ def test_what_collate_fn_receives():
         for batch_size in (None, 2):
             list(lib.DataLoader(TupleBatches(), batch_size=batch_size, collate_fn=collate))
         return received
+
+    same(scenario)
+
+
+def test_streams_hand_on_what_they_yield():
+    def scenario(lib):
+        class Keys(lib.IterableDataset):  # a stream of the keys themselves
+            def __iter__(self):
+                return iter(KEYS)
+
+        chain = lib.ChainDataset([Keys(), Keys()])
+        loaders = [lib.DataLoader(chain, batch_size=None, collate_fn=as_received),
+                   lib.DataLoader(Keys(), batch_size=3, collate_fn=as_received)]
+        return [seen(item) for item in chain], [[seen(batch) for batch in loader]
+                                                for loader in loaders]
 
     same(scenario)
