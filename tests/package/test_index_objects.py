@@ -12,8 +12,9 @@ import torch
 from tests.support.differential import same
 from tests.support.mp_datasets import KEYS, Color, as_received
 
-# Objects a sampler or a user may use as an index: every kind that compares and subtracts
-# like an int, and those that do not stay what they are on the way through.
+# What a sampler or a user may index with: ints and the types that behave like one (bool,
+# IntEnum, numpy scalars, 0-d tensors), positive and negative. Each must reach the dataset
+# as torch hands it on.
 INDEXES = {
     "int": 1, "bool True": True, "bool False": False, "IntEnum": Color.GREEN,
     "numpy int64": np.int64(2), "numpy int32": np.int32(0), "numpy bool": np.bool_(True),
