@@ -1,20 +1,22 @@
 """The tracing hook: how the loader reports what it is doing, for the book's visuals.
 
-Every event site in the loader reads::
+Every event site in the loader is one call::
 
-    if _tracing.enabled:
-        _tracing.emit("dispatch", batch=send_idx, worker=worker_id)
+    _tracing.emit("dispatch", batch=send_idx, worker=worker_id)
 
-so with tracing off the whole cost is one attribute check. A recorder (see
-``minidataloader.viz.trace``) switches tracing on with :func:`start` and gets every event
-as a plain dict.
+and with tracing off that call returns after one check of ``enabled``: the loader's code
+reads as it would without the hook, and costs about a function call per event. A recorder
+(see ``minidataloader.viz.trace``) switches tracing on with :func:`start` and gets every
+event as a plain dict.
 
 Events come from three places: the main loop, the pin-memory thread and the worker
-processes. Workers cannot append to the main process's list, so each worker writes its
-events, one JSON line each, to a file of its own in a folder the recorder chose
-(:func:`worker_sink` gives the folder to the worker, :func:`attach_worker` opens the file).
-All timestamps come from ``time.monotonic_ns()``, one clock for every process of the
-machine, so events from different processes line up.
+processes. Each process has one *sink*, a function that takes one record: the recorder's
+in the main process; in a worker, one that appends the record as a JSON line to a file of
+the worker's own, in a folder the recorder chose (workers cannot append to the main
+process's list). The loader hands each new worker that folder (:func:`worker_folder`), and
+the worker's first act is :func:`attach_worker`. All timestamps come from
+``time.monotonic_ns()``, one clock for every process of the machine, so events from
+different processes line up.
 
 Event names (fields in brackets; ``batch`` is the batch's position in sampler order):
 
@@ -25,6 +27,9 @@ Event names (fields in brackets; ``batch`` is the batch's position in sampler or
     reorder_enter [batch]          reorder_leave [batch]
     pin_start [batch]              pin_end [batch]
     yielded [batch]                resume [worker]
+
+Epochs are numbered per loader, from 0, counting the epochs started while tracing is on;
+the numbers live here, not in the loader, which has no use for them.
 """
 
 from __future__ import annotations
@@ -33,39 +38,42 @@ import json
 import os
 import threading
 import time
-
-EVENTS = (
-    "epoch_start", "epoch_end", "worker_start", "worker_exit", "dispatch", "fetch_start",
-    "fetch_end", "result_put", "received", "reorder_enter", "reorder_leave", "pin_start",
-    "pin_end", "yielded", "resume",
-)
+import weakref
 
 enabled = False
-_sink = None  # in the main process: a callable taking one event dict; in a worker: a file
+_sink = None  # this process's sink: a callable taking one record (a dict)
+_worker_folder: str | None = None  # where workers started from now on write their events
+_epochs_started = weakref.WeakKeyDictionary()  # loader -> epochs started while tracing
+_epoch_of = weakref.WeakKeyDictionary()  # iterator -> the number of the epoch it runs
 
 
 def emit(event: str, **fields) -> None:
-    """Record one event. Call only behind ``if _tracing.enabled:``."""
-    record = {
-        "t_ns": time.monotonic_ns(),
-        "pid": os.getpid(),
-        "thread": threading.current_thread().name,
-        "event": event,
-        **fields,
-    }
-    sink = _sink
-    if sink is None:
-        return
-    if callable(sink):
-        sink(record)
-    else:
-        sink.write(json.dumps(record) + "\n")
-        sink.flush()  # a worker may be killed at any moment: keep what it said
+    """Record one event; with tracing off, return at once."""
+    if enabled:
+        _record(event, fields)
+
+
+def epoch_start(iterator, loader) -> None:
+    """``iterator`` starts an epoch of ``loader``: number it, and record it."""
+    if enabled:
+        epoch = _epoch_of[iterator] = _epochs_started.get(loader, 0)
+        _epochs_started[loader] = epoch + 1
+        _record("epoch_start", {"epoch": epoch})
+
+
+def epoch_end(iterator) -> None:
+    if enabled:
+        _record("epoch_end", {"epoch": _epoch_of.get(iterator)})
+
+
+def _record(event: str, fields: dict) -> None:
+    _sink({"t_ns": time.monotonic_ns(), "pid": os.getpid(),
+           "thread": threading.current_thread().name, "event": event, **fields})
 
 
 def start(sink, worker_folder: str | None = None) -> None:
-    """Turn tracing on in this process. ``sink(record)`` receives every main-process event;
-    ``worker_folder`` is where workers started from now on write theirs."""
+    """Turn tracing on in this process. ``sink(record)`` receives every event of this
+    process; ``worker_folder`` is where workers started from now on write theirs."""
     global enabled, _sink, _worker_folder
     _sink, _worker_folder, enabled = sink, worker_folder, True
 
@@ -75,10 +83,7 @@ def stop() -> None:
     enabled, _sink, _worker_folder = False, None, None
 
 
-_worker_folder: str | None = None
-
-
-def worker_sink() -> str | None:
+def worker_folder() -> str | None:
     """What the loader hands each new worker: the trace folder, or None when off."""
     return _worker_folder if enabled else None
 
@@ -86,11 +91,12 @@ def worker_sink() -> str | None:
 def attach_worker(folder: str | None) -> None:
     """Called first thing in every worker. A forked worker inherits the parent's state,
     so this always resets it: off, or on with a file of the worker's own."""
-    global enabled, _sink, _worker_folder
-    _worker_folder = None
-    if folder is None:
-        enabled, _sink = False, None
-        return
-    path = os.path.join(folder, f"worker-{os.getpid()}.jsonl")
-    _sink = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the worker
-    enabled = True
+    stop()
+    if folder is not None:  # (the file stays open as long as the worker lives)
+        file = open(os.path.join(folder, f"worker-{os.getpid()}.jsonl"), "a", encoding="utf-8")
+
+        def write(record: dict) -> None:
+            file.write(json.dumps(record) + "\n")
+            file.flush()  # a worker may be killed at any moment: keep what it said
+
+        start(write)

@@ -4,21 +4,18 @@ iterable of batches. Each ``iter(loader)`` is one epoch, run by an iterator obje
     DataLoader --iter()--> _SingleProcessDataLoaderIter   (num_workers == 0)
                            _MultiProcessingDataLoaderIter (num_workers > 0)
 
-Both share _BaseDataLoaderIter: the index stream, the base seed, the length check.
+Both share _BaseDataLoaderIter: the index stream, the base seed, the length check. The
+multi-process iterator's workers, queues and pin thread belong to a _WorkerGroup
+(worker_group.py), which also stops them; each worker runs _worker_loop (worker.py).
 """
 
 from __future__ import annotations
 
-import atexit
-import errno
-import functools
+import collections
 import itertools
 import math
-import multiprocessing.connection
 import os
-import pickle
 import queue
-import signal
 import threading
 import time
 import warnings
@@ -34,15 +31,17 @@ from . import _tracing
 from .collate import default_collate, default_convert
 from .dataset import AssertionValueError, Dataset, _is_iterable_dataset
 from .fetch import _DatasetKind
-from .pin_memory import _pin_memory_loop, pin_memory
+from .pin_memory import _pin, _pin_memory_loop, _pin_memory_plan
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from .worker import (
     _STATUS_CHECK_INTERVAL,
-    _ExceptionWrapper,
-    _IterableDatasetStopIteration,
+    _is_error,
+    _is_resume_ack,
+    _is_stream_end,
     _ResumeIteration,
     _worker_loop,
 )
+from .worker_group import _describe_death, _raise_if_out_of_file_descriptors, _WorkerGroup
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -180,7 +179,6 @@ class DataLoader(Generic[T_co]):
         self.__initialized = True
         self._IterableDataset_len_called = None  # see NOTE [ len() of an iterable loader ]
         self._iterator = None  # the one iterator of persistent workers
-        self._epochs_started = 0  # numbers the epochs in the trace
         self.check_worker_number_rationality()
 
     @property
@@ -217,11 +215,8 @@ class DataLoader(Generic[T_co]):
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
-            iterator = self._iterator
-        else:
-            iterator = self._get_iterator()
-        self._epochs_started += 1
-        return iterator
+            return self._iterator
+        return self._get_iterator()
 
     def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
@@ -279,27 +274,9 @@ class _BaseDataLoaderIter:
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
-        if loader.pin_memory and loader.pin_memory_device:
-            warnings.warn(f"pin_memory_device is deprecated and ignored "
-                          f"(pin_memory_device={loader.pin_memory_device!r}): batches are "
-                          "pinned for the current accelerator", stacklevel=2)
-        self._pin_memory = loader.pin_memory and torch.accelerator.is_available()
-        if loader.pin_memory and not self._pin_memory:
-            warnings.warn("pin_memory=True, but no accelerator was found, so there is nothing "
-                          "to pin memory for; set pin_memory=False", stacklevel=2)
-        accelerator = torch.accelerator.current_accelerator() if self._pin_memory else None
-        self._pin_memory_device = accelerator.type if accelerator is not None else None
-        if self._pin_memory_device == "mps":
-            self._pin_memory = False
-            warnings.warn("pin_memory=True is not supported on MPS; batches stay in ordinary "
-                          "memory", stacklevel=2)
-        # A test may inject the pinning function (loader._pin_memory_fn) to run the pinning
-        # path, pin-memory thread included, on a machine without an accelerator.
-        self._pin_fn = getattr(loader, "_pin_memory_fn", None)
-        if self._pin_fn is not None:
-            self._pin_memory = True
-        elif self._pin_memory:
-            self._pin_fn = functools.partial(pin_memory, device=self._pin_memory_device)
+        # the function that pins a batch, or None; see NOTE [ Whether batches are pinned ]
+        self._pin_fn, self._pin_device_index = _pin_memory_plan(loader)
+        self._pin_memory = self._pin_fn is not None
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -317,7 +294,6 @@ class _BaseDataLoaderIter:
                            .random_(generator=loader.generator).item())
         self._persistent_workers = loader.persistent_workers
         self._num_yielded = 0
-        self._epoch = loader._epochs_started
 
     def __iter__(self) -> _BaseDataLoaderIter:
         return self
@@ -327,13 +303,16 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
         self._IterableDataset_len_called = loader._IterableDataset_len_called
-        self._epoch = loader._epochs_started
 
     def _next_index(self):
         return next(self._sampler_iter)  # StopIteration ends the epoch
 
     def __next__(self) -> Any:
-        data = self._next_data()
+        try:
+            data = self._next_data()
+        except StopIteration:
+            _tracing.epoch_end(self)
+            raise
         self._num_yielded += 1
         if (self._dataset_kind == _DatasetKind.Iterable
                 and self._IterableDataset_len_called is not None
@@ -366,163 +345,24 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         self._dataset_fetcher = _DatasetKind.create_fetcher(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn,
             self._drop_last)
-        if _tracing.enabled:
-            _tracing.emit("epoch_start", epoch=self._epoch)
+        _tracing.epoch_start(self, loader)
 
     def _next_data(self):
-        batch = self._num_yielded
-        try:
-            index = self._next_index()  # the sampler may end the epoch here...
-            if _tracing.enabled:
-                _tracing.emit("fetch_start", batch=batch, worker=None)
-            data = self._dataset_fetcher.fetch(index)  # ...or an IterableDataset here
-        except StopIteration:
-            if _tracing.enabled:
-                _tracing.emit("epoch_end", epoch=self._epoch)
-            raise
-        if _tracing.enabled:
-            _tracing.emit("fetch_end", batch=batch, worker=None)
+        batch = self._num_yielded  # its number, for the trace
+        index = self._next_index()  # may raise StopIteration: the sampler is exhausted
+        _tracing.emit("fetch_start", batch=batch, worker=None)
+        data = self._dataset_fetcher.fetch(index)  # may raise StopIteration: end of stream
+        _tracing.emit("fetch_end", batch=batch, worker=None)
         if self._pin_memory:
-            if _tracing.enabled:
-                _tracing.emit("pin_start", batch=batch)
-            data = self._pin_fn(data)
-            if _tracing.enabled:
-                _tracing.emit("pin_end", batch=batch)
-        if _tracing.enabled:
-            _tracing.emit("yielded", batch=batch)
+            data = _pin(self._pin_fn, data, batch)
+        _tracing.emit("yielded", batch=batch)
         return data
 
 
-# How long shutdown waits for the workers to finish their current batch and exit before it
-# terminates them.
-_SHUTDOWN_TIMEOUT = 5.0
-
-_DEATH_HINTS = {
-    "SIGKILL": "; often the out-of-memory killer (see `dmesg`): use fewer workers, smaller "
-               "batches, or a dataset that holds less in memory",
-    "SIGBUS": "; often shared memory (/dev/shm) too small, as in Docker's 64 MB default: "
-              "start the container with --shm-size=2g or --ipc=host",
-    "SIGSEGV": "; a crash in native code the dataset called",
-}
-
-
-def _describe_death(worker) -> str:
-    """How a worker ended, and what usually causes that, for the error message."""
-    code = worker.exitcode
-    if code < 0:
-        name = signal.Signals(-code).name
-        return f"was killed by {name}{_DEATH_HINTS.get(name, '')}"
-    return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an "
-            "uncaught error whose traceback it printed to stderr. With spawn or forkserver, "
-            "a worker dies this way when it cannot import the dataset's class (one defined "
-            "in a notebook or `python -c`: move the class to a .py module), or when the "
-            "script that starts the loader lacks an `if __name__ == \"__main__\":` guard")
-
-
-def _out_of_file_descriptors() -> bool:
-    """Whether this process is at its open-files limit (a few files to spare do not count)."""
-    opened = []
-    try:
-        for _ in range(10):
-            opened.append(os.open(os.devnull, os.O_RDONLY))
-    except OSError as error:
-        return error.errno == errno.EMFILE
-    finally:
-        for fd in opened:
-            os.close(fd)
-    return False
-
-
-class _WorkerGroup:
-    """The worker processes of one iterator with their queues, and the pin-memory thread:
-    what a multi-process iterator starts, and what ``shutdown()`` stops.
-
-    NOTE [ Who stops the workers ]
-    The workers must stop when their iterator goes away, and an iterator often goes away
-    as garbage: caught in a reference cycle (an exception's traceback holds the frame that
-    holds it), it is freed whenever the garbage collector runs. The collector first
-    finalizes whatever else is in the cycle, and a queue finalized that way stops its
-    feeder thread: a None put on it afterwards never arrives, and the workers wait for it.
-    (torch's __del__ runs into this, and then waits 5 s per worker before terminating it.)
-    So these resources live here, in a group that is never garbage: ``_live_groups`` holds
-    it until it is shut down, and a ``weakref.finalize`` of the iterator shuts it down when
-    the iterator dies. ``shutdown()`` also runs at the end of an epoch (workers that do not
-    persist), and at interpreter exit, from ``_shutdown_at_exit``, while everything still
-    works. It runs once.
-    """
-
-    def __init__(self, context) -> None:
-        _live_groups.add(self)
-        self.owner_pid = os.getpid()
-        self.result_queue = context.Queue()  # every worker puts (batch number, batch) here
-        self.done_event = context.Event()  # set: skip remaining tasks
-        self.index_queues, self.workers = [], []  # only started workers: those we may join
-        self.pin_thread = self.pin_done_event = None
-
-    def shutdown(self) -> None:
-        """Stop the pin thread, then the workers; see NOTE [ The pipeline and its shutdown ]."""
-        # A forked worker inherits a copy of every iterator alive in its parent, and its
-        # garbage collector may finalize one: only the owner may stop its workers.
-        if os.getpid() != self.owner_pid or self not in _live_groups:
-            return
-        _live_groups.discard(self)
-        try:
-            if self.pin_thread is not None:
-                self.pin_done_event.set()
-                self.result_queue.put((None, None))  # wake it if it waits
-                self.pin_thread.join(timeout=_SHUTDOWN_TIMEOUT)
-            self.done_event.set()
-            for index_queue in self.index_queues:
-                index_queue.put(None)  # a retired worker may get a second one: harmless
-            self._drain(deadline=time.monotonic() + _SHUTDOWN_TIMEOUT)
-            self.result_queue.cancel_join_thread()  # the pin thread's wake-up call, unread
-            for queue_ in (self.result_queue, *self.index_queues):
-                queue_.close()
-        finally:
-            for worker in self.workers:
-                if worker.is_alive():  # stuck in a sample, or deaf: end it
-                    worker.terminate()
-                    worker.join(timeout=_STATUS_CHECK_INTERVAL)
-                    if worker.is_alive():
-                        worker.kill()
-                        worker.join(timeout=_STATUS_CHECK_INTERVAL)
-
-    def _drain(self, deadline: float) -> None:
-        """Receive and drop what the workers still send, until they have all exited.
-
-        A batch sent must be received: its tensors stay in shared memory until then (under
-        the 'file_system' strategy, as files in /dev/shm that outlive the workers). And a
-        worker sends everything it has queued before it exits, so it needs a reader."""
-        while time.monotonic() < deadline:
-            alive = [worker for worker in self.workers if worker.is_alive()]
-            if not alive and any(worker.exitcode != 0 for worker in self.workers):
-                return  # one died, perhaps in the middle of a message: do not read it
-            try:
-                # NOTE [ Noticing the exits quickly ]
-                # A worker's exit does not wake this get(), only its timeout does, and
-                # without persistent workers every epoch ends here. With 10 ms the exits
-                # were noticed late: a shutdown took 5 ms (2 workers) to 15 ms (4) longer
-                # than torch's, which joins the workers, 1-2% of a short epoch. With 1 ms
-                # it takes as long as torch's; the extra wake-ups cost next to nothing.
-                self.result_queue.get(timeout=0.001 if alive else 0)
-            except queue.Empty:
-                if not alive:
-                    return
-            except Exception:  # a batch its dead sender cannot hand over any more
-                continue
-
-
-_live_groups: set[_WorkerGroup] = set()  # started and not yet shut down
-
-
-@atexit.register
-def _shutdown_at_exit() -> None:
-    """Stop the workers still running when Python exits. Registered when this module is
-    imported, after multiprocessing's exit handler (torch imported it first), so it runs
-    before it (atexit runs the last registered first): multiprocessing would terminate the
-    workers, and tear down the queues this needs."""
-    for group in list(_live_groups):
-        group.shutdown()
+# A batch dispatched and not yet yielded: the worker it was sent to, and, once it has come
+# before its turn and waits for it, arrived=True and what came (a batch, or an error to
+# raise in its turn). See the NOTE on dispatch and reorder bookkeeping, in the class below.
+_Task = collections.namedtuple("_Task", ["worker_id", "arrived", "data"], defaults=[False, None])
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
@@ -540,7 +380,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                    (_task_info)             (pin_memory=True)    (i, batch), shared by all
 
     Without pin memory, data_queue *is* the result queue. Tensors in a batch travel as
-    handles to shared memory, where the worker's collate put them.
+    handles to shared memory, where the worker's collate put them. What else travels on
+    the result queue: NOTE [ Messages on the result queue ] in worker.py.
     """
 
     # NOTE [ Dispatch and reorder bookkeeping ]
@@ -549,9 +390,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     #     0 ........ _rcvd_idx ................... _send_idx ..........
     #     | yielded  | dispatched, not yet yielded | not asked of the sampler yet
     #
-    # _task_info holds each batch of the middle part:
-    #     _task_info[i] = (w,)          worker w has it in its queue or is fetching it
-    #     _task_info[i] = (w, batch)    it arrived before an earlier batch: it waits here
+    # _task_info holds a _Task for each batch of the middle part:
+    #     _Task(w)                       worker w has it in its queue or is fetching it
+    #     _Task(w, arrived=True, data)   it arrived before an earlier batch: it waits here
     # __next__ wants batch _rcvd_idx: from _task_info if it waited there, else from the
     # result queue, parking whatever else arrives first. Each batch handed out dispatches one
     # more, so prefetch_factor * num_workers batches stay in flight: a slow batch holds the
@@ -580,9 +421,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     #   3. Workers are daemonic: if nothing below runs, multiprocessing terminates them when
     #      the main process exits normally.
     #
-    # _WorkerGroup.shutdown runs once: at the end of an epoch (unless workers persist), when
-    # the iterator is freed (after `break`, an exception, KeyboardInterrupt), or at
-    # interpreter exit (see NOTE [ Who stops the workers ]):
+    # _WorkerGroup.shutdown (in worker_group.py) runs once: at the end of an epoch (unless
+    # workers persist), when the iterator is freed (after `break`, an exception,
+    # KeyboardInterrupt), or at interpreter exit (see NOTE [ Who stops the workers ]):
     #
     #   main process                          pin thread            worker w
     #   1. pin_done.set(); (None, None) ---> wakes, sees pin_done,
@@ -610,33 +451,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for worker_id in range(self._num_workers):
             index_queue = context.Queue()
             index_queue.cancel_join_thread()  # rule 2
-            worker = context.Process(target=_worker_loop, daemon=True, args=(
+            group.start(context.Process(target=_worker_loop, daemon=True, args=(
                 self._dataset_kind, self._dataset, index_queue, group.result_queue,
                 group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
                 self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
-                _tracing.worker_sink()))
-            try:
-                worker.start()
-            except (TypeError, AttributeError, pickle.PicklingError) as error:
-                raise type(error)(
-                    f"could not start a DataLoader worker: {error}. With the "
-                    f"{context.get_start_method()!r} start method each worker receives a "
-                    "pickled copy of the dataset, collate_fn and worker_init_fn, and pickle "
-                    "sends functions and classes by name: a lambda, a function or class "
-                    "defined inside another function, or one defined in a notebook cannot be "
-                    "sent. Define them at the top level of a .py module and import them, or "
-                    "use multiprocessing_context='fork' (Linux, macOS).") from error
-            group.index_queues.append(index_queue)
-            group.workers.append(worker)
+                _tracing.worker_folder())), index_queue)
         if self._pin_memory:
             self._data_queue = queue.Queue()
             group.pin_done_event = threading.Event()
-            device_index = (torch.accelerator.current_device_index()
-                            if torch.accelerator.is_available() else None)
             group.pin_thread = threading.Thread(target=_pin_memory_loop, name="pin_memory",
                                                 daemon=True, args=(
-                group.result_queue, self._data_queue, device_index, group.pin_done_event,
-                self._pin_fn))
+                group.result_queue, self._data_queue, self._pin_device_index,
+                group.pin_done_event, self._pin_fn))
             group.pin_thread.start()
         else:
             self._data_queue = group.result_queue
@@ -644,12 +470,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
         super()._reset(loader, first_iter)
-        if _tracing.enabled:
-            _tracing.emit("epoch_start", epoch=self._epoch)
+        _tracing.epoch_start(self, loader)
         self._send_idx = 0
         self._rcvd_idx = 0
-        self._task_info = {}  # see NOTE [ Dispatch and reorder bookkeeping ]
-        self._tasks_outstanding = 0
+        self._task_info = {}  # batch number -> _Task: see the NOTE on the bookkeeping above
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -661,7 +485,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             resumed = 0
             while resumed < self._num_workers:
                 idx, _ = self._get_data()
-                resumed += isinstance(idx, _ResumeIteration)
+                resumed += _is_resume_ack(idx)
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
@@ -670,26 +494,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         raises if a worker died or the open-files limit was reached."""
         try:
             return True, self._data_queue.get(timeout=timeout)
-        except Exception as error:
-            if not isinstance(error, queue.Empty):
-                # A batch from a worker that died as it sent it cannot be rebuilt here: its
-                # tensors' file descriptors must be fetched from the sender, which is gone
-                # (ConnectionRefusedError, EOFError...). Wait a moment for it to end; reap it.
-                active = {worker.sentinel: worker for worker_id, worker
-                          in enumerate(self._group.workers) if self._workers_status[worker_id]}
-                for ended in multiprocessing.connection.wait(active, _STATUS_CHECK_INTERVAL):
-                    active[ended].join(timeout=_STATUS_CHECK_INTERVAL)
+        except queue.Empty as error:
             self._raise_if_a_worker_died(error)
-            if isinstance(error, queue.Empty):
-                return False, None
-            if _out_of_file_descriptors():
-                raise RuntimeError(
-                    "Too many open files: the main process is at its open-files limit, so it "
-                    "can no longer receive batches (with the default 'file_descriptor' "
-                    "sharing strategy each tensor received holds a file descriptor). Raise "
-                    "the limit (`ulimit -n` in the shell), keep fewer batches alive, or call "
-                    "torch.multiprocessing.set_sharing_strategy('file_system') at the start "
-                    "of the program.") from None
+            return False, None
+        except Exception as error:
+            # A batch from a worker that died as it sent it cannot be rebuilt here: its
+            # tensors' file descriptors must be fetched from the sender, which is gone
+            # (ConnectionRefusedError, EOFError...). Wait a moment for it to end.
+            self._group.wait_for_an_exit(self._workers_status)
+            self._raise_if_a_worker_died(error)
+            _raise_if_out_of_file_descriptors()
             raise
 
     def _raise_if_a_worker_died(self, cause: BaseException | None = None) -> None:
@@ -723,33 +537,31 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _next_data(self):
         while True:
-            # Skip batches owed by retired workers (their IterableDataset ran out): they
-            # will never come. Both _get_data and an end-of-stream message below can retire
-            # a worker, hence inside the loop.
+            # Skip the batches that will not come: those owed by retired workers (their
+            # IterableDataset ran out), and those already yielded out of order
+            # (in_order=False), which left _task_info then. Both _get_data and an
+            # end-of-stream message below can retire a worker, hence inside the loop.
             while self._rcvd_idx < self._send_idx:
-                info = self._task_info.get(self._rcvd_idx)
-                if info:
-                    if len(info) == 2 or self._workers_status[info[0]]:
+                task = self._task_info.get(self._rcvd_idx)
+                if task is not None:
+                    if task.arrived or self._workers_status[task.worker_id]:
                         break  # it is here, or it will come
                     del self._task_info[self._rcvd_idx]
                 self._rcvd_idx += 1
             else:  # nothing in flight, and the sampler is exhausted: the epoch is over
                 if not self._persistent_workers:
                     self._shutdown_workers()
-                if _tracing.enabled:
-                    _tracing.emit("epoch_end", epoch=self._epoch)
                 raise StopIteration
-            if len(self._task_info[self._rcvd_idx]) == 2:  # it arrived early
-                worker_id, data = self._task_info.pop(self._rcvd_idx)
-                if _tracing.enabled:
-                    _tracing.emit("reorder_leave", batch=self._rcvd_idx)
+            task = self._task_info[self._rcvd_idx]
+            if task.arrived:  # it came early, and waited for its turn
+                del self._task_info[self._rcvd_idx]
+                _tracing.emit("reorder_leave", batch=self._rcvd_idx)
                 self._rcvd_idx += 1
-                return self._process_data(data, worker_id, self._rcvd_idx - 1)
+                return self._process_data(task.data, task.worker_id, self._rcvd_idx - 1)
             idx, data = self._get_data()
-            self._tasks_outstanding -= 1
-            if _tracing.enabled:
-                _tracing.emit("received", batch=idx, worker=self._task_info[idx][0])
-            if isinstance(data, _IterableDatasetStopIteration):
+            task = self._task_info[idx]
+            _tracing.emit("received", batch=idx, worker=task.worker_id)
+            if _is_stream_end(data):
                 if self._persistent_workers:  # it stays, idle, for the next epoch
                     self._workers_status[data.worker_id] = False
                 else:
@@ -757,14 +569,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._try_put_index()
                 continue
             if idx != self._rcvd_idx and self._in_order:  # early: park it until its turn
-                self._task_info[idx] += (data,)
-                if _tracing.enabled:
-                    _tracing.emit("reorder_enter", batch=idx)
+                self._task_info[idx] = task._replace(arrived=True, data=data)
+                _tracing.emit("reorder_enter", batch=idx)
                 continue
             if idx == self._rcvd_idx:
                 self._rcvd_idx += 1
-            worker_id = self._task_info.pop(idx)[0]
-            return self._process_data(data, worker_id, idx)
+            del self._task_info[idx]
+            return self._process_data(data, task.worker_id, idx)
 
     def _try_put_index(self) -> None:
         """Dispatch the sampler's next batch to the next worker in turn that can take it."""
@@ -781,21 +592,19 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 break
         else:  # no worker can take it (as in torch, the sampler's batch is dropped)
             return
-        if _tracing.enabled:  # before put(): the worker may start on it at once
-            _tracing.emit("dispatch", batch=self._send_idx, worker=worker_id)
+        # (the dispatch is reported before put(): the worker may start on it at once)
+        _tracing.emit("dispatch", batch=self._send_idx, worker=worker_id)
         self._group.index_queues[worker_id].put((self._send_idx, index))
-        self._task_info[self._send_idx] = (worker_id,)
+        self._task_info[self._send_idx] = _Task(worker_id)
         self._workers_num_tasks[worker_id] += 1
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data, worker_id: int, batch: int):
         self._workers_num_tasks[worker_id] -= 1
         self._try_put_index()
-        if isinstance(data, _ExceptionWrapper):
+        if _is_error(data):
             data.reraise()
-        if _tracing.enabled:
-            _tracing.emit("yielded", batch=batch)
+        _tracing.emit("yielded", batch=batch)
         return data
 
     def _mark_worker_as_unavailable(self, worker_id: int) -> None:

@@ -21,6 +21,10 @@ T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
 
+# The core's own exception types. They live here, with the datasets that raise most of them
+# (TensorDataset, ConcatDataset, ChainDataset), because every module that raises them
+# imports this one anyway: the DataLoader (timeout without workers, prefetch_factor=0) and
+# DistributedSampler (a dataset whose length changed) raise AssertionValueError too.
 class AssertionValueError(AssertionError, ValueError):
     """Raised where torch raises a bare AssertionError for a bad value: ``except
     AssertionError`` keeps working, and ``except ValueError`` says what really happened."""
@@ -163,8 +167,11 @@ class ConcatDataset(Dataset[T_co]):
         if which == len(self.datasets):
             raise IndexError(f"index {idx} is out of range for a ConcatDataset of "
                              f"length {len(self)}")
-        start = self.cumulative_sizes[which - 1] if which else 0
-        return self.datasets[which][idx - start]
+        # The first dataset gets the index object itself, as in torch: `idx - 0` would turn
+        # a bool, an IntEnum or a numpy bool into an int, and fail for a 0-d bool tensor.
+        if which:
+            idx = idx - self.cumulative_sizes[which - 1]
+        return self.datasets[which][idx]
 
     @property
     def cummulative_sizes(self) -> list[int]:
@@ -223,10 +230,9 @@ class Subset(Dataset[T_co]):
         return self.dataset[self.indices[idx]]
 
     def __getitems__(self, indices: list[int]) -> list[T_co]:
-        keys = [self.indices[idx] for idx in indices]
         if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__(keys)
-        return [self.dataset[key] for key in keys]
+            return self.dataset.__getitems__([self.indices[idx] for idx in indices])
+        return [self.dataset[self.indices[idx]] for idx in indices]  # looked up in turn
 
     def __len__(self) -> int:
         return len(self.indices)

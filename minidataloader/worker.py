@@ -3,12 +3,12 @@
 A worker seeds its random number generators, runs ``worker_init_fn``, then loops: take a
 task (a batch number and the indices of its samples) from its own index queue, fetch and
 collate the batch, put ``(batch number, batch)`` on the result queue shared by all workers.
-Besides tasks, it understands two sentinels and sends one:
+Besides tasks, its index queue brings two sentinels:
 
-    _ResumeIteration     in:  (persistent workers) a new epoch starts: acknowledge, restart
-    None                 in:  the loader is done with this worker: leave the loop and exit
-    _IterableDatasetStopIteration   out: my copy of the IterableDataset has run out
+    _ResumeIteration     (persistent workers) a new epoch starts: acknowledge, restart
+    None                 the loader is done with this worker: leave the loop and exit
 
+What it sends back is one of the messages of NOTE [ Messages on the result queue ], below.
 See NOTE [ The pipeline and its shutdown ] in dataloader.py for the other side.
 """
 
@@ -120,6 +120,48 @@ class _ExceptionWrapper:
         raise exception
 
 
+# NOTE [ Messages on the result queue ]
+# Every worker puts its messages on the one result queue, and the main process reads them
+# from it (through the pin thread, when batches are pinned). A message is a pair; the types
+# in it alone say which of five it is:
+#
+#   (i, batch)                  batch i, fetched and collated: the pin thread pins it, the
+#                               iterator yields it in its turn (_next_data, _process_data)
+#   (i, _ExceptionWrapper)      fetching batch i raised (or pinning it, when the pin thread
+#                               sends it): raised in batch i's turn (_process_data)
+#   (i, _IterableDatasetStopIteration(w))
+#                               worker w's stream ran out at batch i: batch i never comes,
+#                               and w gets no more tasks this epoch (_next_data)
+#   (_ResumeIteration(), None)  a persistent worker acknowledges a new epoch: all it sent
+#                               before has been sent; _reset drops that, counts these
+#   (None, None)                sent by the main process at shutdown, to wake the pin thread
+#
+#   worker 0 --+
+#   worker 1 --+--> result_queue --> [pin thread] --> data_queue --> the iterator
+#   worker 2 --+        ^            pins (i, batch)  (the result queue itself,
+#                       |            only; passes     when batches are not pinned)
+#   shutdown: (None, None)           the rest on
+#
+# The four checks below are the only code that tells the messages apart.
+
+
+def _is_batch(idx, data) -> bool:
+    return isinstance(idx, int) and not isinstance(
+        data, (_ExceptionWrapper, _IterableDatasetStopIteration))
+
+
+def _is_error(data) -> bool:
+    return isinstance(data, _ExceptionWrapper)
+
+
+def _is_stream_end(data) -> bool:
+    return isinstance(data, _IterableDatasetStopIteration)
+
+
+def _is_resume_ack(idx) -> bool:
+    return isinstance(idx, _ResumeIteration)
+
+
 def _hasher(multiplier: int, step: int):
     """A 32-bit hash whose multiplier moves on after every call (numpy's SeedSequence)."""
 
@@ -151,9 +193,9 @@ def _generate_state(base_seed: int, worker_id: int) -> list[int]:
     return [hash_out(word) for word in pool]
 
 
-def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation,
-                 collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers,
-                 trace_folder) -> None:
+def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
+                 auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id,
+                 num_workers, trace_folder) -> None:
     _tracing.attach_worker(trace_folder)
     parent = os.getppid()
     try:
@@ -167,8 +209,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
         _tell_torch(_worker_info)
-        if _tracing.enabled:
-            _tracing.emit("worker_start", worker=worker_id)
+        _tracing.emit("worker_start", worker=worker_id)
         where = f"in DataLoader worker {worker_id} (pid {os.getpid()})"
 
         # A failure here is sent as the answer to the first task: the main process raises
@@ -194,20 +235,18 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                     break
                 continue
             if isinstance(task, _ResumeIteration):
-                data_queue.put((task, None))  # acknowledge: everything before it is sent
+                result_queue.put((task, None))  # acknowledge: everything before it is sent
                 stream_ended = False
                 fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
                                                       collate_fn, drop_last)
-                if _tracing.enabled:
-                    _tracing.emit("resume", worker=worker_id)
+                _tracing.emit("resume", worker=worker_id)
                 continue
             if task is None:
                 break
             if done_event.is_set() or stream_ended:
                 continue
             idx, index = task
-            if _tracing.enabled:
-                _tracing.emit("fetch_start", batch=idx, worker=worker_id)
+            _tracing.emit("fetch_start", batch=idx, worker=worker_id)
             if init_error is not None:
                 data, init_error = init_error, None
             else:
@@ -219,16 +258,15 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                         stream_ended = True
                     else:
                         data = _ExceptionWrapper(where)
-            if _tracing.enabled:  # (result_put before put(): it may be received at once)
-                _tracing.emit("fetch_end", batch=idx, worker=worker_id)
-                _tracing.emit("result_put", batch=idx, worker=worker_id)
-            data_queue.put((idx, data))
+            _tracing.emit("fetch_end", batch=idx, worker=worker_id)
+            # result_put comes before put(): the main process may receive it at once
+            _tracing.emit("result_put", batch=idx, worker=worker_id)
+            result_queue.put((idx, data))
             del data, idx, index, task  # keep no batch alive while waiting for the next task
     except KeyboardInterrupt:
         pass  # Ctrl-C reached the whole process group: the main process handles it
     if os.getppid() != parent:
         # Nobody will read what is still buffered: do not let it block this process's exit.
         # (Otherwise the process sends it all before exiting; the shutdown reads it.)
-        data_queue.cancel_join_thread()
-    if _tracing.enabled:
-        _tracing.emit("worker_exit", worker=worker_id)
+        result_queue.cancel_join_thread()
+    _tracing.emit("worker_exit", worker=worker_id)

@@ -1,19 +1,18 @@
 """Multi-process tests: every test here has a time limit (the `timeout` mark, applied to
 the whole folder below, plus bounded joins and subprocess timeouts inside), so a hang fails.
 
-The differential helper of tests/package is reused; worker-side datasets live in
-mp_datasets.py (importable, so spawned workers find them: spawn hands sys.path over)."""
+The helpers live in the tests.support package: the differential helper, and the datasets
+that run in workers (mp_datasets.py), importable by spawned workers too, because spawn hands
+the parent's sys.path over (pytest put the repository root on it: tests/ is a package)."""
 
 from __future__ import annotations
 
 import gc
 import pathlib
-import sys
 
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "package"))  # differential.py
 
 
 def pytest_collection_modifyitems(items):

@@ -10,10 +10,21 @@ import multiprocessing
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import datasets, epochs, same, same_error
-from mp_datasets import Counting, Observer, Pids, Squares, TorchOnlyStream, record_init, stream
 
 import minidataloader as mdl
+from tests.support.differential import datasets, epochs, same, same_error
+from tests.support.mp_datasets import (
+    KEYS,
+    Counting,
+    KeyEcho,
+    Observer,
+    Pids,
+    Squares,
+    TorchOnlyStream,
+    as_received,
+    record_init,
+    stream,
+)
 
 
 def same_value(scenario, seed: int = 0):
@@ -208,3 +219,13 @@ def test_numpy_seed_derivation_matches_torch():
     for seed in seeds:
         for worker_id in (0, 1, 7, 63):
             assert _generate_state(seed, worker_id) == torch_generate_state(seed, worker_id)
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_keys_reach_the_workers_datasets_as_torch_hands_them_on(batch_size):
+    def scenario(lib):
+        loader = lib.DataLoader(KeyEcho(), batch_size=batch_size, sampler=KEYS, num_workers=2,
+                                collate_fn=as_received)
+        return list(loader)
+
+    same_value(scenario)

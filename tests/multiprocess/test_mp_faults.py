@@ -6,23 +6,20 @@ with a message that says what to do, and leave no process behind."""
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import signal
 import textwrap
 import time
 import uuid
-import warnings
 
 import pytest
 import torch
-import torch.utils.data as tud
-from differential import same
-from mp_datasets import Squares, failing_collate, failing_init
-from mp_procs import children, first_line, marked, python, running, start, wait_gone
 
 import minidataloader as mdl
 from minidataloader.demo.synthetic import FaultyDataset, TwoArgumentError
+from tests.support.differential import same
+from tests.support.mp_datasets import Squares, failing_collate, failing_init
+from tests.support.mp_procs import children, first_line, marked, python, running, start, wait_gone
 
 
 def until_error(loader, then_continue=True):
@@ -180,8 +177,8 @@ def test_continuing_after_a_worker_error_gives_the_remaining_batches():
     assert same(scenario).value[1] == "ValueError"
 
 
-@pytest.mark.parametrize("context", ["spawn", "forkserver"])
-def test_what_pickle_cannot_send_to_spawned_workers(context):
+def unpicklable(culprit: str) -> dict:
+    """DataLoader arguments of which one, ``culprit``, pickle cannot send to a worker."""
     class LocalDataset:  # a class defined inside a function
         def __len__(self):
             return 4
@@ -189,20 +186,25 @@ def test_what_pickle_cannot_send_to_spawned_workers(context):
         def __getitem__(self, i):
             return i
 
-    errors = {}
-    for lib in (tud, mdl):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch warns before raising; we explain in it
-            for name, kwargs in (("lambda", {"dataset": range(4), "collate_fn": lambda b: b}),
-                                 ("local class", {"dataset": LocalDataset()})):
-                loader = lib.DataLoader(num_workers=1, multiprocessing_context=(
-                    multiprocessing.get_context(context)), **kwargs)
-                with pytest.raises(Exception) as caught:  # noqa: B017 - compared below
-                    iter(loader)
-                errors.setdefault(name, []).append(caught.value)
-    for name, (ref, got) in errors.items():
-        assert isinstance(got, type(ref)), (name, ref, got)
-        assert "module" in str(got) and "fork" in str(got), str(got)
+    return {"dataset": LocalDataset() if culprit == "dataset" else range(4),
+            **{"collate_fn": {"collate_fn": lambda batch: batch},
+               "worker_init_fn": {"worker_init_fn": lambda worker_id: None}}.get(culprit, {})}
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+@pytest.mark.parametrize("culprit", ["collate_fn", "worker_init_fn", "dataset"])
+def test_what_pickle_cannot_send_to_spawned_workers(context, culprit):
+    def scenario(lib):
+        iter(lib.DataLoader(num_workers=1, multiprocessing_context=context,
+                            **unpicklable(culprit)))
+
+    ref = same(scenario)  # the same exception type, after a warning of the same category
+    assert ref.error is not None and ref.warnings == [UserWarning], ref
+    with pytest.warns(UserWarning, match="top level of a .py module") as caught, \
+            pytest.raises(type(ref.error)) as raised:
+        iter(mdl.DataLoader(num_workers=1, multiprocessing_context=context,
+                            **unpicklable(culprit)))
+    assert "fork" in str(caught[0].message) and "fork" in str(raised.value), raised.value
 
 
 @pytest.mark.timeout(120)
@@ -283,7 +285,7 @@ def test_workers_exit_when_the_parent_is_killed(persistent):
     code = textwrap.dedent(f"""
         import time
         import minidataloader as mdl
-        from mp_datasets import Squares
+        from tests.support.mp_datasets import Squares
 
         loader = mdl.DataLoader(Squares(100), batch_size=2, num_workers=2,
                                 persistent_workers={persistent})
@@ -308,7 +310,7 @@ def test_open_files_limit_gives_a_message_that_says_what_to_do():
         import resource
         import torch.utils.data as tud
         import minidataloader as mdl
-        from mp_datasets import Fd
+        from tests.support.mp_datasets import Fd
 
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         for lib in (tud, mdl):
@@ -345,7 +347,7 @@ def test_exit_in_the_middle_of_an_epoch(how, persistent_and_pinned):
     code = textwrap.dedent(f"""
         import os, sys
         import minidataloader as mdl
-        from mp_datasets import Squares
+        from tests.support.mp_datasets import Squares
 
         loader = mdl.DataLoader(Squares(400, delay=0.01), batch_size=2, num_workers=2,
                                 persistent_workers={persistent_and_pinned})

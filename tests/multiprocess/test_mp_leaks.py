@@ -9,10 +9,10 @@ import json
 import textwrap
 
 import pytest
-from mp_datasets import Squares
-from mp_procs import children, open_fds, python
 
 import minidataloader as mdl
+from tests.support.mp_datasets import Squares
+from tests.support.mp_procs import children, open_fds, python
 
 EPOCHS = 200
 
@@ -50,8 +50,8 @@ def test_no_shared_memory_files_left_under_the_file_system_strategy():
         import gc, json, os
         import torch.multiprocessing
         import minidataloader as mdl
-        from mp_datasets import Squares
-        from mp_procs import children, open_fds
+        from tests.support.mp_datasets import Squares
+        from tests.support.mp_procs import children, open_fds
 
         torch.multiprocessing.set_sharing_strategy("file_system")
         pids = set()

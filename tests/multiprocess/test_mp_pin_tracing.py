@@ -10,14 +10,13 @@ import time
 
 import pytest
 import torch
-from differential import Point, assert_identical, epochs, same
-from mp_datasets import Squares, stream
-from test_collate import Frozen  # an immutable Mapping (tests/package)
 from torch.utils.data._utils.pin_memory import pin_memory as torch_pin_memory
 
 import minidataloader as mdl
 from minidataloader import _tracing
 from minidataloader.pin_memory import pin_memory
+from tests.support.differential import Frozen, Point, assert_identical, epochs, same
+from tests.support.mp_datasets import Squares, stream
 
 
 class Pinnable:
@@ -151,9 +150,9 @@ def loaders(lib):
 
 def test_tracing_off_never_calls_the_recorder(monkeypatch):
     def explode(*args, **kwargs):
-        raise AssertionError("emit() called with tracing off")
+        raise AssertionError("the recorder was called with tracing off")
 
-    monkeypatch.setattr(_tracing, "emit", explode)  # forked workers inherit it
+    monkeypatch.setattr(_tracing, "_record", explode)  # forked workers inherit it
     assert not _tracing.enabled
     for loader in loaders(mdl) + [mdl.DataLoader(range(5), batch_size=2)]:
         for _ in range(2):
@@ -162,6 +161,10 @@ def test_tracing_off_never_calls_the_recorder(monkeypatch):
 
 ORDER = ["dispatch", "fetch_start", "fetch_end", "result_put", "pin_start", "pin_end",
          "received", "yielded"]
+# Every event the hook documents (minidataloader/_tracing.py), which the visuals read.
+EVENTS = {"epoch_start", "epoch_end", "worker_start", "worker_exit", "dispatch", "fetch_start",
+          "fetch_end", "result_put", "received", "reorder_enter", "reorder_leave", "pin_start",
+          "pin_end", "yielded", "resume"}
 
 
 def test_tracing_records_every_batch_in_order(tmp_path):
@@ -179,7 +182,7 @@ def test_tracing_records_every_batch_in_order(tmp_path):
     worker_events = [json.loads(line) for path in tmp_path.glob("worker-*.jsonl")
                      for line in path.read_text().splitlines()]
     everything = sorted(events + worker_events, key=lambda event: event["t_ns"])
-    assert {event["event"] for event in everything} == set(_tracing.EVENTS)
+    assert {event["event"] for event in everything} == EVENTS
 
     # Follow each yielded batch back through the pipeline. Batch numbers restart every
     # epoch, so events are matched to epochs by time: each epoch starts with epoch_start.

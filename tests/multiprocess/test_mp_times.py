@@ -2,7 +2,8 @@
 measure_times.py, which prints them) and held to generous bounds."""
 
 import pytest
-from measure_times import measure
+
+from tests.support.measure_times import measure
 
 BOUNDS = {  # seconds; the expected values are about 1, 0.05, 0.5 and 5 (the stuck worker
     "notice": 5.0,  # is given _SHUTDOWN_TIMEOUT to finish its sample, then terminated)

@@ -2,17 +2,17 @@
 
 import warnings
 from collections import OrderedDict, UserDict, UserList, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 import torch
 import torch.utils.data._utils.collate as torch_collate
-from differential import Point, same
 
 import minidataloader as mdl
 import minidataloader.collate as our_collate
 import minidataloader.worker as our_worker
+from tests.support.differential import Frozen, Point, same
 
 COLLATE_MODULE = {torch.utils.data: torch_collate, mdl: our_collate}
 
@@ -26,25 +26,6 @@ class Tagged(dict):
 
     def __setitem__(self, key, value):
         super().__setitem__(key, ("set", value))
-
-
-class Frozen(Mapping):
-    """An immutable mapping, built from a dict."""
-
-    def __init__(self, data):
-        self._data = dict(data)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self):
-        return len(self._data)
-
-    def __eq__(self, other):
-        return type(other) is Frozen and self._data == other._data
 
 
 class Unbuildable(Frozen):

@@ -6,10 +6,10 @@ import pickle
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import SAMPLE_KINDS, datasets, epochs, same, same_error
 
 import minidataloader as mdl
 from minidataloader import _tracing
+from tests.support.differential import SAMPLE_KINDS, datasets, epochs, same, same_error
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 1000])
@@ -281,8 +281,20 @@ def test_epochs_are_numbered_per_loader():
 
 def test_tracing_off_never_calls_the_recorder(monkeypatch):
     def explode(*args, **kwargs):
-        raise AssertionError("emit was called with tracing off")
+        raise AssertionError("the recorder was called with tracing off")
 
-    monkeypatch.setattr(_tracing, "emit", explode)
+    monkeypatch.setattr(_tracing, "_record", explode)
     assert not _tracing.enabled
-    assert len(list(mdl.DataLoader(datasets(mdl)[1](9), batch_size=2, shuffle=True))) == 5
+    pinned = mdl.DataLoader(range(5), batch_size=2)
+    pinned._pin_memory_fn = lambda batch: batch
+    loaders = [mdl.DataLoader(datasets(mdl)[1](9), batch_size=2, shuffle=True), pinned,
+               mdl.DataLoader(datasets(mdl)[2](5), batch_size=2)]
+    for loader in loaders:
+        for _ in range(2):
+            assert list(loader)
+    _tracing.start(lambda record: None)  # the same patch, tracing on: it must fire
+    try:
+        with pytest.raises(AssertionError, match="tracing off"):
+            list(loaders[0])
+    finally:
+        _tracing.stop()

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from differential import datasets, same, same_error
 
 import minidataloader as mdl
+from tests.support.differential import datasets, same, same_error
 
 
 def test_base_classes():

@@ -7,9 +7,9 @@ from collections import OrderedDict, defaultdict
 import numpy as np
 import pytest
 import torch
-from differential import Point, same
 
 import minidataloader as mdl
+from tests.support.differential import Point, same
 
 
 def ours_differ(torch_value, our_value):

@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from differential import same, same_error
+
+from tests.support.differential import same, same_error
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 12, 13])

@@ -6,7 +6,8 @@ import random
 import pytest
 import torch
 import torch.utils.data as tud
-from differential import SAMPLE_KINDS, datasets, epochs, same
+
+from tests.support.differential import SAMPLE_KINDS, datasets, epochs, same
 
 CONFIG_COUNT = 240
 DATASETS = ("map", "batched", "iterable", "iterable_len", "tensor", "torch_map", "subset",

@@ -5,7 +5,8 @@ numbers with either library."""
 
 import pytest
 import torch
-from differential import datasets, same
+
+from tests.support.differential import datasets, same
 
 
 def snapshots(make_loader, epochs=2, generator=None):

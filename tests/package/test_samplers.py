@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from differential import same, same_error
+
+from tests.support.differential import same, same_error
 
 EPOCHS = 3
 

@@ -5,10 +5,10 @@ import multiprocessing
 
 import pytest
 import torch
-from differential import datasets, same
 
 import minidataloader as mdl
 from minidataloader.dataset import AssertionValueError
+from tests.support.differential import datasets, same
 
 MAP, STREAM, EMPTY = "map", "stream", "empty"
 

@@ -1,6 +1,6 @@
 """How long the loader takes to notice a dead worker, and to shut its workers down.
 
-Run it to print the worst cases: ``python tests/multiprocess/measure_times.py``; the test
+Run it to print the worst cases: ``python -m tests.support.measure_times``; the test
 suite runs it with fewer trials and asserts generous bounds."""
 
 from __future__ import annotations

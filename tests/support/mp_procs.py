@@ -55,10 +55,9 @@ def open_fds() -> int:
 
 
 def env(token: str = "") -> dict:
-    """The environment for a script run in a subprocess: it imports mp_datasets too, and
+    """The environment for a script run in a subprocess: it imports tests.support too, and
     carries ``token``, which every process it starts inherits (see ``marked``)."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)]),
-            "MP_TEST_TOKEN": token}
+    return {**os.environ, "PYTHONPATH": str(ROOT), "MP_TEST_TOKEN": token}
 
 
 def marked(token: str) -> list[int]:

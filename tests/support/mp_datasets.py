@@ -6,6 +6,7 @@ on the library's own class for torch's loader to recognise it, so streams come i
 
 from __future__ import annotations
 
+import enum
 import os
 import random
 import time
@@ -157,3 +158,34 @@ class TorchOnlyStream(tud.IterableDataset):
         if worker is None:
             return iter(range(self.n))
         return iter(range(worker.id, self.n, worker.num_workers))
+
+
+class Color(enum.IntEnum):
+    """An index that is an int subclass: it must reach a dataset as itself, not as an int."""
+
+    RED = 0
+    GREEN = 1
+    BLUE = 2
+
+
+# Keys of every kind a sampler may yield: each must reach the dataset as it was yielded.
+KEYS = [True, Color.BLUE, np.int64(1), np.bool_(False), torch.tensor(2), torch.tensor(True),
+        -1, np.int64(-2)]
+
+
+class KeyEcho:
+    """Map-style: the sample for a key is the key as received, with its exact type."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, key):
+        return type(key), key
+
+    def __getitems__(self, keys):
+        return [("batch", type(keys), len(keys))] + [self[key] for key in keys]
+
+
+def as_received(samples):
+    """A collate_fn that changes nothing."""
+    return samples

@@ -26,6 +26,25 @@ LIBS = (tud, mdl)
 Point = namedtuple("Point", "x y")
 
 
+class Frozen(Mapping):
+    """An immutable mapping, built from a dict."""
+
+    def __init__(self, data):
+        self._data = dict(data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __eq__(self, other):
+        return type(other) is Frozen and self._data == other._data
+
+
 @dataclass
 class Outcome:
     value: object
