@@ -1,5 +1,5 @@
-"""The package's structural rules (DESIGN.md): what core may import, what `import
-minidataloader` may pull in, and the core's line budget."""
+"""The package's structural rules (ARCHITECTURE.md, "The import rules, and why"): what core
+may import, what `import minidataloader` may pull in, and the core's line budget."""
 
 import ast
 import io

@@ -1,5 +1,6 @@
-"""Helpers for tests that watch processes: is a pid still running, wait until some are
-gone, run a Python script in a subprocess with a time limit."""
+"""Helpers for tests that watch processes: run a Python script in a subprocess with a time
+limit, find every process a script started. Whether a pid still runs, waiting until some are
+gone and the other /proc watchers come from :mod:`minidataloader.demo.processes`."""
 
 from __future__ import annotations
 
@@ -7,51 +8,15 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
+
+# One home for the /proc watchers, shared with the book's chapter-10 demonstrations.
+from minidataloader.demo.processes import children, first_line, open_fds, running, wait_gone
+
+__all__ = ["children", "env", "first_line", "marked", "open_fds", "python", "running", "start",
+           "wait_gone"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (an exited child nobody reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            state = file.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_gone(pids, within: float) -> float:
-    """Seconds until every pid of ``pids`` is gone; fails after ``within`` seconds."""
-    start = time.monotonic()
-    while any(running(pid) for pid in pids):
-        elapsed = time.monotonic() - start
-        assert elapsed < within, f"still running after {within} s: " + ", ".join(
-            str(pid) for pid in pids if running(pid))
-        time.sleep(0.05)
-    return time.monotonic() - start
-
-
-def children(pid: int | None = None) -> list[int]:
-    """Running child processes of ``pid`` (default: this process)."""
-    pid = os.getpid() if pid is None else pid
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as file:
-                    fields = file.read().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-                found.append(int(entry))
-    return found
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def env(token: str = "") -> dict:
@@ -85,17 +50,3 @@ def start(code: str, token: str = "", **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env(token), cwd=HERE,
                             **kwargs)
-
-
-def first_line(proc: subprocess.Popen, timeout: float) -> str:
-    """The first line the subprocess prints, within ``timeout`` seconds."""
-    import selectors
-
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            proc.kill()
-            raise AssertionError(f"no output within {timeout} s; stderr: {proc.stderr.read()}")
-    line = proc.stdout.readline()
-    assert line, f"the script printed nothing; stderr: {proc.stderr.read()}"
-    return line
