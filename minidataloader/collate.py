@@ -147,10 +147,7 @@ default_collate_fn_map: CollateFnMap = {
     torch.Tensor: collate_tensor_fn,
     np.ndarray: collate_numpy_array_fn,  # and its subclasses, such as np.memmap
     (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,  # numpy's string scalars: no
-    float: collate_float_fn,
-    int: collate_int_fn,
-    str: collate_str_fn,
-    bytes: collate_str_fn,
+    float: collate_float_fn, int: collate_int_fn, str: collate_str_fn, bytes: collate_str_fn,
 }
 
 

@@ -45,11 +45,13 @@ def _describe_death(worker) -> str:
     if code < 0:
         name = signal.Signals(-code).name
         return f"was killed by {name}{_DEATH_HINTS.get(name, '')}"
-    return (f"exited with code {code}: sys.exit() or os._exit() in the dataset, or an uncaught "
-            "error whose traceback it printed to stderr. With spawn or forkserver, a worker dies "
-            "this way when it cannot import the dataset's class (one defined in a notebook or "
-            "`python -c`: move the class to a .py module), or when the script that starts the "
-            "loader lacks an `if __name__ == \"__main__\":` guard")
+    # Ctrl-C, and Jupyter's "interrupt", signal the whole process group: workers leave (code 0)
+    interrupted = "interrupted (Ctrl-C or a Jupyter kernel's interrupt) or " if code == 0 else ""
+    return (f"exited with code {code}: {interrupted}sys.exit() or os._exit() in the dataset, "
+            "or an uncaught error whose traceback it printed to stderr. With spawn or forkserver, "
+            "a worker dies this way when it cannot import the dataset's class (one defined in a "
+            "notebook or `python -c`: move the class to a .py module), or when the script that "
+            "starts the loader lacks an `if __name__ == \"__main__\":` guard")
 
 
 def _raise_if_out_of_file_descriptors() -> None:

@@ -261,7 +261,7 @@ def test_keyboard_interrupt_during_iteration(who):
     try:
         pids = [int(pid) for pid in first_line(proc, timeout=60).split()]
         time.sleep(0.3)
-        if catch:  # a notebook's "interrupt the kernel": only the main process is signalled
+        if catch:  # a signal to the main process alone (`kill -INT <pid>`)
             os.kill(proc.pid, signal.SIGINT)
         else:  # Ctrl-C in a terminal: the whole foreground process group
             os.killpg(proc.pid, signal.SIGINT)
@@ -277,6 +277,51 @@ def test_keyboard_interrupt_during_iteration(who):
         assert proc.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     assert "Exception ignored" not in stderr, stderr
     assert elapsed < 20
+
+
+AFTER_AN_INTERRUPT = textwrap.dedent("""
+    import importlib, sys
+    from minidataloader.demo.synthetic import SlowDataset
+
+    lib = importlib.import_module(sys.argv[-1])
+    loader = lib.DataLoader(SlowDataset(10**6, seconds=0.02), batch_size=2, num_workers=2,
+                            persistent_workers=True)
+    it = iter(loader)
+    next(it)
+    print("ready", flush=True)
+    try:
+        for batch in it:
+            pass
+    except KeyboardInterrupt:
+        pass
+    try:
+        next(iter(loader))  # the same persistent workers, for a new epoch
+        print("RESULT no error")
+    except Exception as error:
+        print("RESULT", type(error).__name__, str(error).replace("\\n", " "))
+""")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("library", ["torch.utils.data", "minidataloader"])
+def test_an_interrupted_kernel_has_lost_its_persistent_workers(library):
+    """Jupyter's "interrupt the kernel" signals the kernel's whole process group
+    (jupyter_client's killpg), workers included: they leave their loop, and the next epoch
+    finds them gone. Both libraries raise RuntimeError; ours says that an interrupt may be
+    why."""
+    proc = start(AFTER_AN_INTERRUPT.replace("sys.argv[-1]", repr(library)),
+                 start_new_session=True)
+    try:
+        assert first_line(proc, timeout=60).strip() == "ready"
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    result = [line for line in stdout.splitlines() if line.startswith("RESULT")]
+    assert result and result[0].startswith("RESULT RuntimeError"), (stdout, stderr)
+    if library == "minidataloader":
+        assert "interrupted (Ctrl-C or a Jupyter kernel's interrupt)" in result[0], result[0]
 
 
 @pytest.mark.timeout(120)
