@@ -76,7 +76,11 @@ class Exercise:
     """One checked exercise.
 
     reference   the model solution, defined in ``exercises/solutions/chNN.py`` (the only
-                place solutions live: the book shows them and the workbook tests inject them).
+                place solutions live: the book shows them and the workbook tests paste them).
+    oracle      where the expected values come from when torch's behaviour is the rule:
+                a callable with the reference's interface that runs torch (e.g.
+                ``torch.utils.data.default_collate``). Default: the reference. The tests
+                check that the reference passes, so the reference then agrees with torch.
     cases       a factory returning the hidden :class:`Case` list; called on every check,
                 so each run gets fresh inputs.
     run         ``run(implementation, case)`` -> plain comparable data (numbers, lists,
@@ -99,6 +103,7 @@ class Exercise:
 
     reference: Any
     cases: Callable[[], list[Case]]
+    oracle: Any = None
     run: Callable[[Any, Case], Any] = call
     compare: Callable[[Any, Any], str | None] | None = None
     time_limit: float = 2.0
