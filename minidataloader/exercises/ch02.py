@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import ConcatDataset, DataLoader, random_split
 
 from ..demo import data_path
 from ._compare import Raised, close
@@ -157,9 +157,11 @@ def _use_stream(implementation, case: Case) -> dict:
     seen = {"number of samples": len(samples)}
     for index in sorted({0, len(samples) // 2, len(samples) - 1} if samples else ()):
         seen[f"sample {index}"] = samples[index]
-    seen["the first sample of a second pass (the next epoch)"] = next(iter(dataset), None)
-    seen["the first batch of DataLoader(dataset, batch_size=4)"] = next(
-        iter(DataLoader(dataset, batch_size=4)))
+    # a pass that fails is one wrong entry: the verdict then names the pass
+    seen["the first sample of a second pass (the next epoch)"] = _outcome(
+        lambda: next(iter(dataset), None))
+    seen["the first batch of DataLoader(dataset, batch_size=4)"] = _outcome(
+        lambda: next(iter(DataLoader(dataset, batch_size=4))))
     return seen
 
 
@@ -218,6 +220,7 @@ def _use_concat(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.ConcatenatedDataset,
+    oracle=ConcatDataset,
     cases=_concat_cases,
     run=_use_concat,
     hint=("a negative index first becomes index + len(self); an index past the end raises "
@@ -278,6 +281,7 @@ def _use_split(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.split_dataset,
+    oracle=random_split,
     cases=_split_cases,
     run=_use_split,
     hint=("fractions (adding up to 1) become floor(n * fraction) samples each, plus one each "
