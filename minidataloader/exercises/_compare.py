@@ -102,6 +102,13 @@ def difference(expected, got, where: str = "", tolerance: tuple[float, float] | 
     if isinstance(expected, np.ndarray):
         if not isinstance(got, np.ndarray):
             return f"{at}expected a numpy array, got {kind(got)}"
+        if expected.dtype.kind in "SUO" or got.dtype.kind in "SUO":
+            # strings or objects: no tensor holds them, compare as numpy arrays
+            if got.dtype != expected.dtype or got.shape != expected.shape:
+                return (f"{at}expected an array of dtype {expected.dtype} and shape "
+                        f"{list(expected.shape)}, got dtype {got.dtype} and shape {list(got.shape)}")
+            return None if np.array_equal(expected, got) else \
+                f"{at}expected {short(expected)}, got {short(got)}"
         return _tensor_difference(torch.from_numpy(expected), torch.from_numpy(np.asarray(got)), at,
                                   tolerance)
     if type(got) is not type(expected):
