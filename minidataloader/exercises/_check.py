@@ -319,12 +319,23 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
 
 def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int | None, dict]:
     """The first thing that went wrong (or PASSED), the index of the case it happened on (or
-    None), and the details its wording needs."""
-    started = [index for kind, index, *_ in report.messages if kind == "start"]
-    current = started[-1] if started else None
+    None), and the details its wording needs. A case that went wrong before the run timed
+    out or crashed is the first thing that went wrong."""
     built_on = [message[1] for message in report.messages if message[0] == "delegated"]
     if built_on:
         return Outcome.BUILT_ON, None, {"piece": built_on[0]}
+    outcomes = dict(sorted((index, outcome) for kind, index, outcome in
+                           (message for message in report.messages if message[0] == "case")))
+    kinds = [outcome["outcome"] for outcome in outcomes.values()]
+    if report.finished and kinds and all(kind is Outcome.UNFINISHED for kind in kinds):
+        return Outcome.NOT_ATTEMPTED, None, {}
+    for index, outcome in outcomes.items():
+        if outcome["outcome"] is not Outcome.RIGHT:
+            return outcome["outcome"], index, {**outcome, "right": kinds.count(Outcome.RIGHT)}
+    started = [index for kind, index, *_ in report.messages if kind == "start"]
+    current = started[-1] if started else None
+    if report.printed > OUTPUT_KEPT:
+        return Outcome.FLOOD, current, {}
     if report.timed_out:
         return Outcome.TIMED_OUT, current, {}
     if not report.finished:
@@ -333,19 +344,6 @@ def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int
             return Outcome.KILLED, current, {
                 "signal": name, "description": signal.strsignal(report.signal) or name}
         return Outcome.EXITED, current, {"exit_code": report.exit_code}
-    outcomes = {index: outcome for kind, index, outcome in
-                (message for message in report.messages if message[0] == "case")}
-    kinds = [outcome["outcome"] for _, outcome in sorted(outcomes.items())]
-    if kinds and all(kind is Outcome.UNFINISHED for kind in kinds):
-        return Outcome.NOT_ATTEMPTED, None, {}
-    exits = [i for i, outcome in sorted(outcomes.items()) if outcome["outcome"] is Outcome.SYSTEM_EXIT]
-    if exits:
-        return Outcome.SYSTEM_EXIT, exits[0], outcomes[exits[0]]
-    if report.printed > OUTPUT_KEPT:
-        return Outcome.FLOOD, current, {}
-    for index, outcome in sorted(outcomes.items()):
-        if outcome["outcome"] is not Outcome.RIGHT:
-            return outcome["outcome"], index, {**outcome, "right": kinds.count(Outcome.RIGHT)}
     return Outcome.PASSED, None, {}
 
 

@@ -285,3 +285,50 @@ CH05 = [
       [("return len(self.batch_sampler)", "return len(self.dataset)")],
       "len(iterator)"),
 ]
+
+CH06 = [
+    m("worker_loop", "dies on a bad sample",
+      [("        try:\n            batch = collate_fn([dataset[i] for i in indices])\n"
+        "        except Exception as error:  # a bad sample must not kill the worker:\n"
+        "            batch = error  # send the error back, and go on\n",
+        "        batch = collate_fn([dataset[i] for i in indices])\n")],
+      "must not end the worker"),
+    m("worker_loop", "guards the reading but not the collating",
+      [("        try:\n            batch = collate_fn([dataset[i] for i in indices])\n"
+        "        except Exception as error:  # a bad sample must not kill the worker:\n"
+        "            batch = error  # send the error back, and go on\n",
+        "        try:\n            samples = [dataset[i] for i in indices]\n"
+        "        except Exception as error:\n            result_queue.put((batch_number, error))\n"
+        "            continue\n        batch = collate_fn(samples)\n")],
+      "collating can fail too"),
+    m("worker_loop", "goes on after the None sentinel",
+      [("        if task is None:  # the sentinel: no more work\n            return",
+        "        if task is None:\n            continue")],
+      "None sentinel"),
+    m("dispatch_schedule", "triggers one batch late",
+      [("batch - in_flight", "batch - in_flight + 1")],
+      "batch k is sent when batch k -"),
+    m("dispatch_schedule", "sends prefetch_factor tasks in all, not per worker",
+      [("in_flight = prefetch_factor * num_workers", "in_flight = prefetch_factor")],
+      "2 x 2 = 4"),
+    m("samples_loaded_ahead", "counts the last batch as full",
+      [("sizes.append(leftover)", "sizes.append(batch_size)")],
+      "the last one holds"),
+    m("samples_loaded_ahead", "reads prefetch_factor as samples",
+      [("return sum(sizes[:prefetch_factor * num_workers])",
+        "return min(dataset_size, prefetch_factor * num_workers)")],
+      "prefetch_factor counts batches per worker"),
+    m("samples_loaded_ahead", "lets the main process load a batch ahead",
+      [("return 0  # the main process", "return min(batch_size, dataset_size)  # the main process")],
+      "nothing is loaded until next()"),
+    m("reorder_batches", "reads every arrival before yielding",
+      [("for number, batch in arrivals:", "for number, batch in sorted(arrivals):")],
+      "arrivals read"),
+    m("reorder_batches", "ignores in_order=False",
+      [("        if not in_order:\n            yield batch  # whatever is ready goes out at once\n"
+        "            continue\n", "")],
+      "in_order=False"),
+    m("reorder_batches", "yields at most one batch per arrival",
+      [("while next_number in waiting:", "if next_number in waiting:")],
+      "yield both"),
+]
