@@ -580,3 +580,65 @@ CH12 = [
       [("readers = world_size * num_workers", "readers = num_workers")],
       "readers"),
 ]
+
+CH13 = [
+    m("build_pipeline", "standardises with the statistics of every row",
+      [("training = features[train_rows]  # statistics from the training rows only", "training = features")],
+      "TRAINING rows only"),
+    m("build_pipeline", "keeps the incomplete last training batch",
+      [("                              drop_last=True,\n", "                              drop_last=False,\n")],
+      "drops its incomplete last batch"),
+    m("build_pipeline", "shuffles the validation rows",
+      [("val_loader = DataLoader(val_set, batch_size=64)", "val_loader = DataLoader(val_set, batch_size=64, shuffle=True)")],
+      "does not shuffle"),
+    m("build_pipeline", "shuffles the training rows with the global generator",
+      [("                              generator=torch.Generator().manual_seed(seed))", "                              )")],
+      "a generator of its own"),
+    m("choose_loader_settings", "always drops the last batch when training",
+      [('"drop_last": training and scenario["batch_norm"] and one_left_over,', '"drop_last": training,')],
+      "drop_last"),
+    m("choose_loader_settings", "keeps workers alive for a single epoch",
+      [('"persistent_workers": workers > 0 and scenario["epochs"] > 1,', '"persistent_workers": workers > 0,')],
+      "persistent workers would save nothing"),
+    m("choose_loader_settings", "pins memory without a GPU",
+      [('"pin_memory": scenario["device"] == "cuda",', '"pin_memory": True,')],
+      "pin_memory"),
+    m("WorkerSafeNoise", "seeds every worker with the same seed",
+      [("seed = self.seed if info is None else info.seed", "seed = self.seed")],
+      "get_worker_info().seed"),
+    m("WorkerSafeNoise", "makes a new generator for every image",
+      [("if self.generator is None or self.generator_seed != seed:", "if True:")],
+      "made once and then used on and on"),
+    m("WorkerSafeNoise", "keeps the generator the main process made",
+      [("if self.generator is None or self.generator_seed != seed:", "if self.generator is None:")],
+      "Remember which seed your generator was made from"),
+    m("WorkerSafeNoise", "adds the noise to the image in place",
+      [("return image + 0.1 * noise", "return image.add_(0.1 * noise)")],
+      "images are still zeros"),
+    m("AssembledLoader", "draws the base seed at the first next()",
+      [("        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n"
+        "        return self._batches()  # the rest happens at the first next(), as in a sampler\n\n"
+        "    def _batches(self):\n",
+        "        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n")],
+      "at once"),
+    m("AssembledLoader", "draws the order at iter()",
+      [("        return self._batches()  # the rest happens at the first next(), as in a sampler\n",
+        "        order = self._order()\n        return self._batches(order)\n\n    def _order(self):\n"
+        "        n = len(self.dataset)\n        if not self.shuffle:\n            return list(range(n))\n"
+        "        generator = self.generator\n        if generator is None:\n"
+        "            seed = int(torch.empty((), dtype=torch.int64).random_().item())\n"
+        "            generator = torch.Generator().manual_seed(seed)\n"
+        "        order = torch.randperm(n, generator=generator).tolist()\n"
+        "        torch.randperm(n, generator=generator)\n        return order\n"),
+       ("    def _batches(self):\n        n = len(self.dataset)\n", "    def _batches(self, order):\n        n = len(self.dataset)\n"),
+       ("            order = torch.randperm(n, generator=generator).tolist()  # 3. the order\n"
+        "            torch.randperm(n, generator=generator)  # 4. drawn, never used\n", "            pass\n"),
+       ("        else:\n            order = list(range(n))\n", "")],
+      "at the first next()"),
+    m("AssembledLoader", "skips the unused permutation",
+      [("            torch.randperm(n, generator=generator)  # 4. drawn, never used\n", "")],
+      "one more torch.randperm(n) that is not used"),
+    m("AssembledLoader", "forgets the base seed",
+      [("        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n", "")],
+      "base seed"),
+]
