@@ -642,3 +642,6 @@ CH13 = [
       [("        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n", "")],
       "base seed"),
 ]
+
+MUTANTS = [*CH01, *CH02, *CH03, *CH04, *CH05, *CH06, *CH07, *CH08, *CH09, *CH10, *CH11, *CH12,
+           *CH13]
