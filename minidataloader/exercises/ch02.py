@@ -149,7 +149,33 @@ register(Exercise(
 ))
 
 
+GROWING = "a CSV file that grows while it is read: rows are appended after the first sample"
+
+
+def _stream_cases() -> list[Case]:
+    return [*_csv_cases(stream=True),
+            Case({"path": GROWING, "label": "y"}, description=GROWING,
+                 hint="read the file line by line while you yield (for line in file): a stream "
+                      "that reads the whole file first misses what is written later, and "
+                      "cannot read a file larger than memory")]
+
+
+def _use_growing_file(implementation) -> dict:
+    """Rows appended to the file after the first sample must come out too, as from a log
+    being written: only a reader that reads as it yields sees them."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "growing.csv"
+        path.write_text("x1,x2,y\n1,2,0\n3,4,1\n")
+        samples = iter(implementation(str(path), "y"))
+        first = [next(samples)]
+        with open(path, "a") as file:
+            file.write("5,6,0\n7,8,1\n")
+        return {"samples": first + take(samples, limit=10)}
+
+
 def _use_stream(implementation, case: Case) -> dict:
+    if case.inputs["path"] == GROWING:
+        return _use_growing_file(implementation)
     dataset = implementation(**case.inputs)
     with open(case.inputs["path"]) as file:
         rows = sum(1 for _ in file) - 1
@@ -167,7 +193,7 @@ def _use_stream(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.CsvStream,
-    cases=lambda: _csv_cases(stream=True),
+    cases=_stream_cases,
     run=_use_stream,
     compare=close(rtol=1e-6, atol=0.0),
     hint=("subclass IterableDataset; in __iter__, open the file, read the header line with "
