@@ -10,6 +10,7 @@ message says so.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import reprlib
 from dataclasses import dataclass
@@ -29,7 +30,19 @@ class Raised:
         return f"raises {self.type.__name__}"
 
 
-_SHORT = reprlib.Repr()
+class _Short(reprlib.Repr):
+    def repr_dict(self, x, level):
+        """In the dict's own order (reprlib sorts the keys: a verdict must show what is)."""
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(x[key], level - 1)}"
+                  for key in itertools.islice(x, self.maxdict)]
+        return "{" + ", ".join(pieces + ["..."] * (len(x) > self.maxdict)) + "}"
+
+
+_SHORT = _Short()
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = _SHORT.maxdict = 8
 _SHORT.maxstring = 60
 _SHORT.maxother = 80
