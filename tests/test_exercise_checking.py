@@ -14,6 +14,7 @@ import inspect
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -268,6 +269,13 @@ ROBUSTNESS = [(name, kind) for name, ex in EXERCISES.items() for kind in kinds_f
 
 def test_the_book_has_exercises():
     assert len(EXERCISES) >= 5, sorted(EXERCISES)
+
+
+def test_the_readme_lists_the_rules_of_every_exercise():
+    readme = (pathlib.Path(_check.__file__).parent / "README.md").read_text()
+    tables = readme.split("## What each exercise checks", 1)[1]
+    listed = set(re.findall(r"^\| `(\w+)` \(", tables, flags=re.MULTILINE))
+    assert listed == set(EXERCISES), (sorted(set(EXERCISES) - listed), sorted(listed - set(EXERCISES)))
 
 
 # Each reference passing is tested where a learner writes it, outside the package:
