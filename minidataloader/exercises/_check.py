@@ -255,6 +255,9 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
             isinstance(expected, Raised) and issubclass(expected.type, NotImplementedError)):
         return {"outcome": Outcome.UNFINISHED, "got": "raised NotImplementedError",
                 "problem": "this part still raises NotImplementedError"}
+    changed = _changed_inputs(pristine, case.inputs)
+    if changed:  # the cause of whatever else went wrong
+        return {"outcome": Outcome.MUTATED, "problem": changed}
     try:
         problem = (exercise.compare or difference)(expected, got)
     except Exception as error:
@@ -266,9 +269,6 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
             return {"outcome": Outcome.WRONG, "got": f"raised {got.type.__name__}",
                     "problem": problem + (f", at {where}" if where else "")}
         return {"outcome": Outcome.WRONG, "got": short(got), "problem": problem}
-    changed = _changed_inputs(pristine, case.inputs)
-    if changed:
-        return {"outcome": Outcome.MUTATED, "problem": changed}
     return {"outcome": Outcome.RIGHT}
 
 
