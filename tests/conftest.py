@@ -93,3 +93,19 @@ def built_book():
         pytest.fail("the book is not built: run `make book-strict` (or `make test`) first")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return BUILD_HTML
+
+
+MUTANT_TEST = "test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fraction of wrong answers (tests/exercises/test_mutants.py) the exercise checker
+    refused with a verdict that names the rule: it must be 100 %."""
+    reports = [report for outcome in ("passed", "failed")
+               for report in terminalreporter.stats.get(outcome, [])
+               if getattr(report, "when", "") == "call" and MUTANT_TEST in report.nodeid]
+    if reports:
+        refused = sum(report.passed for report in reports)
+        terminalreporter.write_line(
+            f"exercise checker: {refused} of {len(reports)} wrong answers refused with a verdict "
+            f"that names the rule ({100 * refused / len(reports):.1f} %)")

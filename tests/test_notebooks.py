@@ -1,11 +1,12 @@
 """The workbooks (notebooks/NN_*.ipynb), each run twice in a real kernel: as shipped, where
-every check must say "not attempted yet", and with the reference solutions put in place of
-the exercise cells, where every check must pass.
+every check must say "not attempted yet", and answered as a learner answers them, where every
+check must pass.
 
 Convention: a cell holding an exercise's stub carries the tag ``exercise`` and the metadata
-``"minidataloader": {"solution": "chNN.name"}``; the test replaces it by an import of ``name``
-from ``minidataloader.exercises.solutions.chNN``. Book chapters are executed by the strict
-book build, not here.
+``"minidataloader": {"solution": "chNN.name"}``; to answer it, the test pastes the source of
+``name`` from ``minidataloader/exercises/solutions/chNN.py`` into the cell, with the imports
+and helpers it uses (tests/exercises/answers.py): the code then lives in the notebook, as a
+learner's does. Book chapters are executed by the strict book build, not here.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from __future__ import annotations
 import importlib
 import pathlib
 import re
+import sys
 
 import nbclient
 import nbformat
 import pytest
 
 from minidataloader.exercises import exercises
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "exercises"))
+from answers import solution_source  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -104,9 +109,9 @@ def test_workbook_as_shipped_reports_not_attempted(path):
 
 
 @pytest.mark.parametrize("path", WORKBOOKS, ids=ids)
-def test_workbook_with_the_reference_solutions_passes(path):
+def test_workbook_answered_with_the_solutions_source_passes(path):
     notebook = nbformat.read(path, as_version=4)
     for cell in exercise_cells(notebook):
         module, _, name = solution_of(cell).partition(".")
-        cell.source = f"from minidataloader.exercises.solutions.{module} import {name}"
+        cell.source = solution_source(module, name)
     assert_every_check_says("✔ passed", execute(notebook, path), path)

@@ -5,10 +5,11 @@
 cases in a separate process with a time limit, runs the reference solution on the same
 cases, and returns a :class:`Verdict`: ✔ passed, ✘ failed (the case, what was expected,
 what your code gave, a hint) or "not attempted yet" (your code still raises
-NotImplementedError).
+NotImplementedError). Jupyter displays the verdict; a script also gets it printed.
 
 For book authors: each chapter declares its exercises in ``chNN.py`` and their model
-solutions in ``solutions/chNN.py``; README.md in this folder explains how to add one.
+solutions in ``solutions/chNN.py``; README.md in this folder explains how to add one, and
+lists every exercise's rules with the hidden cases that test them.
 """
 
 from ._check import ExerciseError, check

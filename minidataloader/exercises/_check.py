@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import enum
 import signal
+import sys
 import traceback
+from dataclasses import dataclass
 
 from . import _sandbox as sandbox
 from ._compare import Raised, difference, short
@@ -32,6 +35,90 @@ INLINE_NOTE = (
 _inline_note_given = False
 
 
+class Outcome(str, enum.Enum):
+    """What happened to the reader's code: on one case (found in the child), or to the whole
+    run (found by the parent). Every outcome has its wording in WORDING."""
+
+    RIGHT = "right"  # one case right
+    WRONG = "wrong"  # a wrong value, or the wrong exception
+    ENDLESS = "endless"  # an iterator that never stopped
+    MUTATED = "mutated"  # the right value, but an input was changed in place
+    UNFINISHED = "unfinished"  # this case still raised NotImplementedError
+    DELEGATED = "delegated"  # called a forbidden piece
+    SYSTEM_EXIT = "sys.exit"
+    FLOOD = "flood"  # printed past OUTPUT_KEPT
+    # of the whole run
+    BUILT_ON = "built on"  # the implementation is, or subclasses, a forbidden piece
+    TIMED_OUT = "timed out"
+    KILLED = "killed"  # by a signal
+    EXITED = "exited"  # os._exit, before the check was done
+    NOT_ATTEMPTED = "not attempted"  # every case still raised NotImplementedError
+    PASSED = "passed"
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a verdict words an outcome. The texts are formatted with the outcome's details and
+    name, total, limit, kept, allowed, case_hint (see ``_judge``)."""
+
+    verdict: str  # PASSED, FAILED or NOT_ATTEMPTED
+    summary: str
+    problem: str = ""
+    hint: str = ""
+    shows_case: bool = True  # the case it happened on
+    shows_values: bool = False  # expected and got
+
+
+_CASES_RIGHT = "{name}: {right} of {total} hidden cases right"
+_BUILD_IT = ("write that part yourself, with plain Python and torch tensors (calling what your "
+             "code is handed, such as a collate_fn, a dataset or a sampler, is fine){allowed}")
+_ENDED = "the process running {name} ended before the check was done"
+
+WORDING = {
+    Outcome.PASSED: Wording(PASSED, "{name} gave the right answer on all {total} hidden cases",
+                            shows_case=False),
+    Outcome.NOT_ATTEMPTED: Wording(
+        NOT_ATTEMPTED, "{name} still raises NotImplementedError", shows_case=False,
+        hint="replace `raise NotImplementedError` with your code, run that cell, then run this "
+             "check again"),
+    Outcome.WRONG: Wording(FAILED, _CASES_RIGHT, "{problem}", "{case_hint}", shows_values=True),
+    Outcome.ENDLESS: Wording(FAILED, _CASES_RIGHT, "{problem}", "{case_hint}", shows_values=True),
+    Outcome.MUTATED: Wording(
+        FAILED, _CASES_RIGHT, "{problem}",
+        "the loader reads the same data again every epoch: it must not change"),
+    Outcome.UNFINISHED: Wording(
+        FAILED, _CASES_RIGHT, "{problem}",
+        "part of your code still raises NotImplementedError: finish that part"),
+    Outcome.DELEGATED: Wording(
+        FAILED, "your code used {piece}: this exercise asks you to build it yourself",
+        hint=_BUILD_IT),
+    Outcome.BUILT_ON: Wording(
+        FAILED, "your code is built on {piece}: this exercise asks you to build it yourself",
+        hint=_BUILD_IT, shows_case=False),
+    Outcome.SYSTEM_EXIT: Wording(
+        FAILED, "{name} called sys.exit({code}), so the check stopped",
+        "sys.exit raises SystemExit, which ends the whole program (here, the process running "
+        "your code)", "return your result instead of exiting"),
+    Outcome.FLOOD: Wording(
+        FAILED, "{name} printed too much, so it was stopped",
+        "it printed more than the {kept:,} characters a check allows",
+        "remove the print inside your loop (or print less), then check again"),
+    Outcome.TIMED_OUT: Wording(
+        FAILED, "{name} took longer than {limit:g} s and was stopped",
+        hint="look for a loop that never ends (a `while` whose condition stays true, an "
+             "iterator that never stops) or a long sleep; these cases need far less time than "
+             "that"),
+    Outcome.KILLED: Wording(
+        FAILED, _ENDED, "it was killed by signal {signal} ({description})",
+        "a crash like this comes from C code (in torch, numpy or a library) given something it "
+        "cannot handle, or from running out of memory"),
+    Outcome.EXITED: Wording(
+        FAILED, _ENDED, "it exited with status {exit_code}, as os._exit({exit_code}) does",
+        "return your result instead of ending the process: os._exit and sys.exit stop "
+        "everything, the checker included"),
+}
+
+
 class ExerciseError(RuntimeError):
     """The exercise itself is broken (its reference failed): a bug in the book, not yours."""
 
@@ -40,31 +127,44 @@ def check(implementation, name: str | None = None) -> Verdict:
     """Check your function or class against the exercise of the same name.
 
     Your code runs on hidden cases in a separate process with a time limit, and its
-    results are compared with the reference solution's. ``name`` picks the exercise when
-    your function has another name. Returns a :class:`Verdict`: ✔ passed, ✘ failed (with
-    the case, what was expected, what your code gave and a hint) or "not attempted yet".
+    results are compared with the expected ones. ``name`` picks the exercise when your
+    function has another name. Returns a :class:`Verdict`: ✔ passed, ✘ failed (with the case,
+    what was expected, what your code gave and a hint) or "not attempted yet". Outside
+    Jupyter (a script, a test) the verdict is also printed.
     """
     name = name or getattr(implementation, "__name__", None)
     known = exercises()
     exercise = known.get(name) if isinstance(name, str) else None
     if exercise is None:
-        return _unknown_exercise(name, known)
+        return _shown(_unknown_exercise(name, known))
     with untouched_rng():  # even a careless case factory leaves the caller's RNGs alone
         cases = exercise.cases()
         expected = reference_results(exercise, cases)
         body = _reader_body(exercise, implementation, cases, expected)
         report = run_forked(body, exercise.time_limit) if CAN_FORK else run_inline(body)
-    return _judge(exercise, cases, expected, report)
+    return _shown(_judge(exercise, cases, expected, report))
+
+
+def _shown(verdict: Verdict) -> Verdict:
+    """Print the verdict where a returned value is not shown by itself: IPython (Jupyter)
+    and the interactive interpreter display it, a script or a test would print nothing."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    if shell is None and not hasattr(sys, "ps1"):
+        print(verdict)
+    return verdict
 
 
 def reference_results(exercise: Exercise, cases: list[Case]) -> list:
-    """What the reference gives on each case (a value, or :class:`Raised`)."""
+    """The expected result of each case (a value, or :class:`Raised`): what the oracle gives
+    (torch, where torch's behaviour is the rule), else the reference."""
+    source = exercise.reference if exercise.oracle is None else exercise.oracle
 
     def body(send, printed):
         for index, case in enumerate(cases):
             seed_everything(exercise.seed + index)
             try:
-                value = exercise.run(exercise.reference, case)
+                value = exercise.run(source, case)
             except Exception as error:  # expected failures are outcomes too
                 value = Raised(type(error), str(error))
             try:
@@ -80,7 +180,8 @@ def reference_results(exercise: Exercise, cases: list[Case]) -> list:
         how = (f"took longer than {limit:g} s" if report.timed_out else
                f"ended with exit code {report.exit_code}, signal {report.signal}"
                if not report.finished else "; ".join(errors))
-        raise ExerciseError(f"the reference solution of exercise {exercise.name!r} failed: {how}"
+        raise ExerciseError(f"the expected results of exercise {exercise.name!r} could not be "
+                            f"computed: {how}"
                             f"\n{report.output}")
     return [results[index] for index in range(len(cases))]
 
@@ -98,7 +199,7 @@ def _reader_body(exercise: Exercise, implementation, cases: list[Case], expected
                 outcome = _attempt(exercise, implementation, case, expected[index], fired,
                                    exercise.seed + index)
                 send(("case", index, outcome))
-                if outcome["status"] == "exit" or printed() > OUTPUT_KEPT:
+                if outcome["outcome"] is Outcome.SYSTEM_EXIT or printed() > OUTPUT_KEPT:
                     return  # a flood of output is a verdict already: no need to wait for more
         finally:
             restore()
@@ -118,7 +219,8 @@ def _forbidden_base(implementation, originals: dict) -> str | None:
 
 def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: list,
              seed: int) -> dict:
-    """Run one case of the reader's code and compare; returns a dict of plain strings."""
+    """Run one case of the reader's code and compare: the case's Outcome, with plain strings
+    (nothing of the reader's crosses to the parent)."""
     try:
         pristine = copy.deepcopy(case.inputs)
     except Exception:  # inputs that cannot be copied are not checked for mutation
@@ -131,11 +233,12 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
     except DelegationStop:
         got = None
     except SystemExit as stop:
-        return {"status": "exit", "code": repr(stop.code)}
+        return {"outcome": Outcome.SYSTEM_EXIT, "code": repr(stop.code)}
     except OutputFlood:
-        return {"status": "flood"}
+        return {"outcome": Outcome.FLOOD}
     except TooManyItems as error:
-        return {"status": "endless", "got": f"an iterator with more than {error.limit:,} items",
+        return {"outcome": Outcome.ENDLESS,
+                "got": f"an iterator with more than {error.limit:,} items",
                 "problem": "it never stopped yielding: does your loop ever end?"}
     except KeyboardInterrupt:
         if not sandbox.in_child:
@@ -145,11 +248,16 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
         got = Raised(type(error), str(error))
         where = _readers_line(error)
     if fired:
-        return {"status": "delegated", "problem": fired[0]}
+        return {"outcome": Outcome.DELEGATED, "piece": fired[0]}
+    # a stub raises NotImplementedError, a RuntimeError: only an exercise whose answer is
+    # NotImplementedError itself can take it for an answer
     if isinstance(got, Raised) and issubclass(got.type, NotImplementedError) and not (
-            isinstance(expected, Raised) and issubclass(got.type, expected.type)):
-        return {"status": "not attempted", "got": "raised NotImplementedError",
+            isinstance(expected, Raised) and issubclass(expected.type, NotImplementedError)):
+        return {"outcome": Outcome.UNFINISHED, "got": "raised NotImplementedError",
                 "problem": "this part still raises NotImplementedError"}
+    changed = _changed_inputs(pristine, case.inputs)
+    if changed:  # the cause of whatever else went wrong
+        return {"outcome": Outcome.MUTATED, "problem": changed}
     try:
         problem = (exercise.compare or difference)(expected, got)
     except Exception as error:
@@ -158,13 +266,10 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
         if isinstance(got, Raised):
             problem = f"{got.type.__name__}: {got.message}" if not isinstance(expected, Raised) \
                 else problem
-            return {"status": "wrong", "got": f"raised {got.type.__name__}",
+            return {"outcome": Outcome.WRONG, "got": f"raised {got.type.__name__}",
                     "problem": problem + (f", at {where}" if where else "")}
-        return {"status": "wrong", "got": short(got), "problem": problem}
-    changed = _changed_inputs(pristine, case.inputs)
-    if changed:
-        return {"status": "mutated", "problem": changed}
-    return {"status": "ok"}
+        return {"outcome": Outcome.WRONG, "got": short(got), "problem": problem}
+    return {"outcome": Outcome.RIGHT}
 
 
 def _readers_line(error: BaseException) -> str:
@@ -194,93 +299,54 @@ def _changed_inputs(pristine: dict | None, inputs: dict) -> str:
 
 def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildReport) -> Verdict:
     global _inline_note_given
-    name = exercise.name
-    verdict = Verdict(exercise=name, status=FAILED, summary="", output=report.output,
-                      printed=report.printed)
+    outcome, index, details = _what_happened(cases, report)
+    wording = WORDING[outcome]
+    allowed = ", ".join(exercise.allowed)
+    fields = {"name": exercise.name, "total": len(cases), "limit": exercise.time_limit,
+              "kept": OUTPUT_KEPT, "allowed": f"; you may use {allowed}" if allowed else "",
+              "case_hint": (cases[index].hint or exercise.hint) if index is not None else "",
+              **details}
+    verdict = Verdict(exercise=exercise.name, status=wording.verdict,
+                      summary=wording.summary.format(**fields),
+                      problem=wording.problem.format(**fields), hint=wording.hint.format(**fields),
+                      output=report.output, printed=report.printed)
+    if wording.shows_case and index is not None:
+        verdict.case = cases[index].describe()
+    if wording.shows_values:
+        verdict.expected, verdict.got = short(expected[index]), details["got"]
     if not CAN_FORK and not _inline_note_given:
         verdict.note, _inline_note_given = INLINE_NOTE, True
+    return verdict
+
+
+def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int | None, dict]:
+    """The first thing that went wrong (or PASSED), the index of the case it happened on (or
+    None), and the details its wording needs. A case that went wrong before the run timed
+    out or crashed is the first thing that went wrong."""
+    built_on = [message[1] for message in report.messages if message[0] == "delegated"]
+    if built_on:
+        return Outcome.BUILT_ON, None, {"piece": built_on[0]}
+    outcomes = dict(sorted((index, outcome) for kind, index, outcome in
+                           (message for message in report.messages if message[0] == "case")))
+    kinds = [outcome["outcome"] for outcome in outcomes.values()]
+    if report.finished and kinds and all(kind is Outcome.UNFINISHED for kind in kinds):
+        return Outcome.NOT_ATTEMPTED, None, {}
+    for index, outcome in outcomes.items():
+        if outcome["outcome"] is not Outcome.RIGHT:
+            return outcome["outcome"], index, {**outcome, "right": kinds.count(Outcome.RIGHT)}
     started = [index for kind, index, *_ in report.messages if kind == "start"]
-    current = cases[started[-1]].describe() if started else ""
-    outcomes = {index: outcome for kind, index, outcome in
-                (m for m in report.messages if m[0] == "case")}
-    delegated = [m[1] for m in report.messages if m[0] == "delegated"]
-
-    if delegated:
-        return _delegation(verdict, exercise, delegated[0], built_on=True)
-    if report.timed_out:
-        verdict.summary = f"{name} took longer than {exercise.time_limit:g} s and was stopped"
-        verdict.case = current
-        verdict.hint = ("look for a loop that never ends (a `while` whose condition stays true, "
-                        "an iterator that never stops) or a long sleep; these cases need far less "
-                        "time than that")
-        return verdict
-    if not report.finished:
-        verdict.summary = f"the process running {name} ended before the check was done"
-        verdict.case = current
-        if report.signal is not None:
-            signame = signal.Signals(report.signal).name
-            description = signal.strsignal(report.signal) or signame
-            verdict.problem = f"it was killed by signal {signame} ({description})"
-            verdict.hint = ("a crash like this comes from C code (in torch, numpy or a library) "
-                            "given something it cannot handle, or from running out of memory")
-        else:
-            verdict.problem = (f"it exited with status {report.exit_code}, as os._exit("
-                               f"{report.exit_code}) does")
-            verdict.hint = ("return your result instead of ending the process: os._exit and "
-                            "sys.exit stop everything, the checker included")
-        return verdict
-
-    statuses = [outcomes[i]["status"] for i in sorted(outcomes)]
-    if statuses and all(status == "not attempted" for status in statuses):
-        verdict.status = NOT_ATTEMPTED
-        verdict.summary = f"{name} still raises NotImplementedError"
-        verdict.hint = ("replace `raise NotImplementedError` with your code, run that cell, "
-                        "then run this check again")
-        return verdict
-    exits = [outcome for outcome in outcomes.values() if outcome["status"] == "exit"]
-    if exits:
-        verdict.summary = f"{name} called sys.exit({exits[0]['code']}), so the check stopped"
-        verdict.case = current
-        verdict.problem = ("sys.exit raises SystemExit, which ends the whole program (here, the "
-                           "process running your code)")
-        verdict.hint = "return your result instead of exiting"
-        return verdict
+    current = started[-1] if started else None
     if report.printed > OUTPUT_KEPT:
-        verdict.summary = f"{name} printed too much, so it was stopped"
-        verdict.case = current
-        verdict.problem = f"it printed more than the {OUTPUT_KEPT:,} characters a check allows"
-        verdict.hint = "remove the print inside your loop (or print less), then check again"
-        return verdict
-    failures = [i for i in sorted(outcomes) if outcomes[i]["status"] != "ok"]
-    if failures:
-        index = failures[0]
-        outcome = outcomes[index]
-        if outcome["status"] == "delegated":
-            return _delegation(verdict, exercise, outcome["problem"], built_on=False)
-        right = statuses.count("ok")
-        verdict.summary = f"{name}: {right} of {len(cases)} hidden cases right"
-        verdict.case = cases[index].describe()
-        verdict.problem = outcome["problem"]
-        if outcome["status"] in ("wrong", "endless"):
-            verdict.expected = short(expected[index])
-            verdict.got = outcome["got"]
-            verdict.hint = cases[index].hint or exercise.hint
-        elif outcome["status"] == "mutated":
-            verdict.hint = "the loader reads the same data again every epoch: it must not change"
-        elif outcome["status"] == "not attempted":
-            verdict.hint = "part of your code still raises NotImplementedError: finish that part"
-        return verdict
-    verdict.status = PASSED
-    verdict.summary = f"{name} gave the right answer on all {len(cases)} hidden cases"
-    return verdict
-
-
-def _delegation(verdict: Verdict, exercise: Exercise, dotted: str, built_on: bool) -> Verdict:
-    how = "is built on" if built_on else "used"
-    verdict.summary = f"your code {how} {dotted}: this exercise asks you to build it yourself"
-    allowed = ", ".join(exercise.allowed)
-    verdict.hint = (f"write it with plain Python (and torch tensors){'; you may use ' + allowed if allowed else ''}")
-    return verdict
+        return Outcome.FLOOD, current, {}
+    if report.timed_out:
+        return Outcome.TIMED_OUT, current, {}
+    if not report.finished:
+        if report.signal is not None:
+            name = signal.Signals(report.signal).name
+            return Outcome.KILLED, current, {
+                "signal": name, "description": signal.strsignal(report.signal) or name}
+        return Outcome.EXITED, current, {"exit_code": report.exit_code}
+    return Outcome.PASSED, None, {}
 
 
 def _unknown_exercise(name, known: dict) -> Verdict:

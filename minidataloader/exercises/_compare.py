@@ -10,6 +10,7 @@ message says so.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import reprlib
 from dataclasses import dataclass
@@ -29,7 +30,19 @@ class Raised:
         return f"raises {self.type.__name__}"
 
 
-_SHORT = reprlib.Repr()
+class _Short(reprlib.Repr):
+    def repr_dict(self, x, level):
+        """In the dict's own order (reprlib sorts the keys: a verdict must show what is)."""
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(x[key], level - 1)}"
+                  for key in itertools.islice(x, self.maxdict)]
+        return "{" + ", ".join(pieces + ["..."] * (len(x) > self.maxdict)) + "}"
+
+
+_SHORT = _Short()
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = _SHORT.maxdict = 8
 _SHORT.maxstring = 60
 _SHORT.maxother = 80
@@ -102,6 +115,13 @@ def difference(expected, got, where: str = "", tolerance: tuple[float, float] | 
     if isinstance(expected, np.ndarray):
         if not isinstance(got, np.ndarray):
             return f"{at}expected a numpy array, got {kind(got)}"
+        if expected.dtype.kind in "SUO" or got.dtype.kind in "SUO":
+            # strings or objects: no tensor holds them, compare as numpy arrays
+            if got.dtype != expected.dtype or got.shape != expected.shape:
+                return (f"{at}expected an array of dtype {expected.dtype} and shape "
+                        f"{list(expected.shape)}, got dtype {got.dtype} and shape {list(got.shape)}")
+            return None if np.array_equal(expected, got) else \
+                f"{at}expected {short(expected)}, got {short(got)}"
         return _tensor_difference(torch.from_numpy(expected), torch.from_numpy(np.asarray(got)), at,
                                   tolerance)
     if type(got) is not type(expected):

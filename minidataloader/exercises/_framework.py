@@ -76,7 +76,7 @@ class Exercise:
     """One checked exercise.
 
     reference   the model solution, defined in ``exercises/solutions/chNN.py`` (the only
-                place solutions live: the book shows them and the workbook tests inject them).
+                place solutions live: the book shows them and the workbook tests paste them).
     cases       a factory returning the hidden :class:`Case` list; called on every check,
                 so each run gets fresh inputs.
     run         ``run(implementation, case)`` -> plain comparable data (numbers, lists,
@@ -95,6 +95,11 @@ class Exercise:
                 every piece except the base classes ``Dataset``, ``IterableDataset`` and
                 ``Sampler`` is forbidden, in torch and in minidataloader.
     name        what ``check`` looks the exercise up by; default: the reference's name.
+    seed        case *i* runs with the global RNGs seeded with ``seed + i``.
+    oracle      where the expected values come from when torch's behaviour is the rule:
+                a callable with the reference's interface that runs torch (e.g.
+                ``torch.utils.data.default_collate``). Default: the reference. The tests
+                check that the reference passes, so the reference then agrees with torch.
     """
 
     reference: Any
@@ -107,6 +112,7 @@ class Exercise:
     allowed: tuple[str, ...] = BASE_CLASSES
     name: str = ""
     seed: int = 0
+    oracle: Any = None  # last: positional arguments keep their meaning
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):

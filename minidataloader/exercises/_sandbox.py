@@ -209,6 +209,27 @@ def called_by_reader(frame) -> bool:
 
 # ---------------------------------------------------------------------------------------
 # Tripwires
+#
+# NOTE [ Who looked the piece up ]
+# Calling a forbidden piece is delegation when the reader's code found the piece by itself:
+# as an attribute of a module (`tud.default_collate`, `from torch.utils.data import ...`,
+# at the top of a notebook or inside the function), or through its own namespaces (the
+# globals of a notebook, a script or a module of the reader's, closures, default values, the
+# attributes of its classes). A piece the case hands to the reader's code (a collate_fn, a
+# dataset, a sampler, a generator) is not delegation, and it is the original: the checker's
+# code never sees a tripwire. So while a check runs:
+#
+#   the reader's namespaces          every reference to a piece is replaced by a tripwire
+#   any other module holding one     left as it is; its class becomes a subclass whose
+#   (torch.utils.data, the package,  attribute lookup answers the reader's code with the
+#   the checker's own modules)       tripwire and everyone else with the original (library
+#                                    code reads its globals directly, never this way)
+#   a forbidden method of a class    a descriptor that does the same
+#
+# A tripwire stops a call only when the reader's code makes it: handed on to library code
+# (a collate_fn given to torch's DataLoader), it is the real thing.
+# Out of reach, on purpose: `vars(module)[name]`, and modules first imported while the
+# check runs (every module that holds a piece is imported before the reader's code runs).
 
 
 class DelegationStop(BaseException):
@@ -224,11 +245,19 @@ class _Tripwire:
     def __init__(self, original, dotted: str, fired: list[str]):
         self._original, self._dotted, self._fired = original, dotted, fired
 
+    def _stop(self):
+        self._fired.append(self._dotted)
+        raise DelegationStop(self._dotted)
+
     def __call__(self, *args, **kwargs):
         if called_by_reader(sys._getframe(1)):
-            self._fired.append(self._dotted)
-            raise DelegationStop(self._dotted)
+            self._stop()
         return self._original(*args, **kwargs)
+
+    def __mro_entries__(self, bases):  # `class Mine(tud.TensorDataset):` inside the check
+        if called_by_reader(sys._getframe(1)):
+            self._stop()
+        return (self._original,)
 
     def __getattr__(self, name):
         return getattr(self._original, name)
@@ -246,8 +275,61 @@ class _Tripwire:
         return repr(self._original)
 
 
+_WIRES: dict[int, _Tripwire] = {}  # id(piece) -> its tripwire, while a check runs
+
+
+def _wire_for(value) -> _Tripwire | None:
+    wire = _WIRES.get(id(value))
+    return wire if wire is not None and wire._original is value else None
+
+
+def _as_seen_by(value, frame):
+    """``value``, or its tripwire if ``value`` is a piece and ``frame`` is the reader's."""
+    wire = _wire_for(value)
+    return wire if wire is not None and called_by_reader(frame) else value
+
+
+_GUARDED_TYPES: dict[type, type] = {}
+
+
+def _guarded_type(module_type: type) -> type:
+    """A subclass of ``module_type`` whose attribute lookup goes through ``_as_seen_by``."""
+    guarded = _GUARDED_TYPES.get(module_type)
+    if guarded is None:
+        def __getattribute__(self, name):
+            value = module_type.__getattribute__(self, name)
+            return _as_seen_by(value, sys._getframe(1)) if id(value) in _WIRES else value
+
+        guarded = type(module_type.__name__, (module_type,),
+                       {"__getattribute__": __getattribute__, "__module__": module_type.__module__})
+        _GUARDED_TYPES[module_type] = guarded
+    return guarded
+
+
+class _GuardedAttribute:
+    """Stands in a class's ``__dict__`` for a forbidden method: the reader's code gets it
+    wrapped in a tripwire, everyone else gets it as it is."""
+
+    def __init__(self, raw, wire: _Tripwire):
+        self._raw, self._wire = raw, wire
+
+    def __get__(self, instance, owner=None):
+        getter = getattr(type(self._raw), "__get__", None)
+        value = getter(self._raw, instance, owner) if getter else self._raw
+        if called_by_reader(sys._getframe(1)):
+            return _Tripwire(value, self._wire._dotted, self._wire._fired)
+        return value
+
+
 def resolve(dotted: str):
     """The object a dotted name refers to, or None if there is none (yet)."""
+    found = _locate(dotted)
+    return found[2] if found else None
+
+
+def _locate(dotted: str):
+    """``(owner, attribute, value)`` for a dotted name: the module or class that holds the
+    value under that attribute; None if there is none."""
     module_name, _, attribute = dotted.rpartition(".")
     while module_name:
         module = sys.modules.get(module_name)
@@ -258,77 +340,116 @@ def resolve(dotted: str):
                 module_name, _, rest = module_name.rpartition(".")
                 attribute = f"{rest}.{attribute}"
                 continue
-        value = module
-        for part in attribute.split("."):
-            value = getattr(value, part, None)
-            if value is None:
-                return None
-        return value
+        owner, *path = [module, *attribute.split(".")]
+        for part in path[:-1]:
+            owner = getattr(owner, part, None)
+        value = getattr(owner, path[-1], None) if owner is not None else None
+        return None if value is None else (owner, path[-1], value)
     return None
 
 
-def _namespaces_of(implementation) -> list:
-    """Where the reader's code may hold its own references: its functions' globals,
-    closures and default values (and those of a class's methods)."""
-    functions = []
-    if isinstance(implementation, type):
-        for cls in implementation.__mro__:
-            if cls.__module__ == "builtins" or not is_readers_code(getattr(
-                    sys.modules.get(cls.__module__), "__file__", None) or "<reader>"):
-                continue
-            for value in vars(cls).values():
-                value = getattr(value, "__func__", value)  # staticmethod, classmethod
-                if isinstance(value, property):
-                    functions += [f for f in (value.fget, value.fset, value.fdel) if f]
-                elif isinstance(value, types.FunctionType):
-                    functions.append(value)
-    elif isinstance(implementation, types.FunctionType):
-        functions.append(implementation)
-    return functions
+def _is_readers_module(module) -> bool:
+    filename = getattr(module, "__file__", None)
+    return filename is None or is_readers_code(filename)
+
+
+def _readers_functions(implementation) -> list:
+    """The reader's functions whose closures and default values may hold pieces: the
+    implementation, or the methods of a class of the reader's (and of its reader bases)."""
+    functions = [implementation] if isinstance(implementation, types.FunctionType) else []
+    for cls in _readers_classes(implementation):
+        for value in vars(cls).values():
+            value = getattr(value, "__func__", value)  # staticmethod, classmethod
+            if isinstance(value, property):
+                functions += [f for f in (value.fget, value.fset, value.fdel) if f]
+            elif isinstance(value, types.FunctionType):
+                functions.append(value)
+    return [f for f in functions if is_readers_code(f.__code__.co_filename)]
+
+
+def _readers_classes(implementation) -> list[type]:
+    if not isinstance(implementation, type):
+        return []
+    return [cls for cls in implementation.__mro__ if any(
+        isinstance(getattr(v, "__func__", v), types.FunctionType)
+        and is_readers_code(getattr(v, "__func__", v).__code__.co_filename)
+        for v in vars(cls).values())]
 
 
 def install_tripwires(dotted_names: list[str], implementation) -> tuple[dict, list[str], Callable]:
-    """Replace every reference to the forbidden pieces: in every loaded module and in the
-    implementation's own globals, closures and defaults.
+    """Put tripwires where the reader's code looks pieces up (see the NOTE above).
 
-    Returns ``(originals, fired, undo)``: id -> (piece, dotted name) of what was replaced,
-    the list tripwires append to when they fire, and a function that puts everything back.
+    Returns ``(originals, fired, undo)``: id -> (piece, dotted name) of the pieces, the list
+    tripwires append to when they fire, and a function that puts everything back.
     """
     originals: dict[int, tuple[object, str]] = {}
+    owners = []
     for dotted in dotted_names:
-        piece = resolve(dotted)
-        if piece is not None:
-            originals.setdefault(id(piece), (piece, dotted))
+        found = _locate(dotted)
+        if found is not None:
+            originals.setdefault(id(found[2]), (found[2], dotted))
+            owners.append(found)
     fired: list[str] = []
-    wires = {key: _Tripwire(piece, dotted, fired) for key, (piece, dotted) in originals.items()}
-    undo: list[Callable[[], None]] = []
+    _WIRES.clear()
+    _WIRES.update({key: _Tripwire(piece, dotted, fired)
+                   for key, (piece, dotted) in originals.items()})
+    undo: list[Callable[[], None]] = [_WIRES.clear]
 
-    def patch_dict(namespace: dict):
+    def patch(namespace: dict):
         for key, value in list(namespace.items()):
-            wire = wires.get(id(value))
-            if wire is not None and wire._original is value:
+            wire = _wire_for(value)
+            if wire is not None:
                 namespace[key] = wire
                 undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
 
+    def guard(module):
+        original_type = type(module)
+        try:
+            module.__class__ = _guarded_type(original_type)
+        except TypeError:  # a module type that cannot be subclassed: replace its references
+            patch(module.__dict__)
+            return
+        undo.append(lambda: setattr(module, "__class__", original_type))
+
     for module in list(sys.modules.values()):
-        if isinstance(module, types.ModuleType):
-            patch_dict(module.__dict__)
-    for function in _namespaces_of(implementation):
-        patch_dict(function.__globals__)
+        if not isinstance(module, types.ModuleType):
+            continue
+        if not any(_wire_for(value) for value in list(module.__dict__.values())):
+            continue
+        if _is_readers_module(module):
+            patch(module.__dict__)
+        else:
+            guard(module)
+    for owner, attribute, value in owners:
+        raw = vars(owner).get(attribute) if isinstance(owner, type) else None
+        if raw is not None:
+            try:
+                setattr(owner, attribute, _GuardedAttribute(raw, _WIRES[id(value)]))
+            except (TypeError, AttributeError):  # a built-in type
+                continue
+            undo.append(lambda o=owner, a=attribute, r=raw: setattr(o, a, r))
+    for cls in _readers_classes(implementation):
+        for key, value in list(vars(cls).items()):
+            wire = _wire_for(value)
+            if wire is not None:
+                setattr(cls, key, wire)
+                undo.append(lambda c=cls, k=key, v=value: setattr(c, k, v))
+    for function in _readers_functions(implementation):
+        patch(function.__globals__)
         for cell in function.__closure__ or ():
             try:
-                wire = wires.get(id(cell.cell_contents))
+                wire = _wire_for(cell.cell_contents)
             except ValueError:  # an empty cell
                 continue
             if wire is not None:
                 value, cell.cell_contents = cell.cell_contents, wire
                 undo.append(lambda c=cell, v=value: setattr(c, "cell_contents", v))
-        if function.__defaults__ and any(id(d) in wires for d in function.__defaults__):
+        if function.__defaults__ and any(id(d) in _WIRES for d in function.__defaults__):
             defaults = function.__defaults__
-            function.__defaults__ = tuple(wires.get(id(d), d) for d in defaults)
+            function.__defaults__ = tuple(_WIRES.get(id(d), d) for d in defaults)
             undo.append(lambda f=function, d=defaults: setattr(f, "__defaults__", d))
         if function.__kwdefaults__:
-            patch_dict(function.__kwdefaults__)
+            patch(function.__kwdefaults__)
 
     def restore():
         for step in reversed(undo):

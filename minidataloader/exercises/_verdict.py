@@ -14,6 +14,10 @@ _COLOURS = {  # border, background, heading text
 }
 OUTPUT_SHOWN_LINES = 12
 OUTPUT_SHOWN_CHARS = 1_200
+ISSUES = "https://github.com/minidataloader/minidataloader/issues"  # a test compares _config.yml
+IF_IN_DOUBT = ("sure your code is right? Run the check again (on a busy computer a time limit "
+               "can run out), and read the case, the expected value and the hint above. If it "
+               f"still fails, report it with this verdict at {ISSUES}")
 
 
 @dataclass
@@ -23,7 +27,8 @@ class Verdict:
     ``status`` is "passed", "failed" or "not attempted"; ``passed`` is a bool. On failure
     ``case``, ``expected`` and ``got`` say what went wrong where (any may be empty),
     ``problem`` says it in a sentence and ``hint`` suggests what to look at. ``output`` is
-    what the code printed (truncated), ``note`` anything else worth knowing.
+    what the code printed (truncated), ``note`` anything else worth knowing. A failed verdict
+    also says what to do when you doubt it.
     """
 
     exercise: str
@@ -44,7 +49,8 @@ class Verdict:
 
     def _rows(self) -> list[tuple[str, str]]:
         rows = [("case", self.case), ("expected", self.expected), ("got", self.got),
-                ("problem", self.problem), ("hint", self.hint), ("note", self.note)]
+                ("problem", self.problem), ("hint", self.hint), ("note", self.note),
+                ("in doubt", IF_IN_DOUBT if self.status == FAILED else "")]
         return [(label, text) for label, text in rows if text]
 
     def _output_excerpt(self) -> str:

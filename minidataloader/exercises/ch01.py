@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
 from ._framework import Case, Exercise, register, take
 from .solutions import ch01 as solutions
@@ -24,6 +24,9 @@ def _size_hint(dataset_size: int, batch_size: int, drop_last: bool) -> str:
         return "an empty dataset gives no batches at all"
     if dataset_size % batch_size == 0:
         return "here the batch size divides the dataset size: every batch is full"
+    if drop_last and dataset_size < batch_size:
+        return ("drop_last=True with fewer samples than one batch: the only batch is "
+                "incomplete and dropped, so the epoch has no batch at all")
     if drop_last:
         return ("drop_last=True: the incomplete batch at the end is thrown away, "
                 "so only full batches count")
@@ -36,8 +39,25 @@ def _size_cases() -> list[Case]:
             for n, b, d in SIZES]
 
 
+# torch's answers: what its DataLoader and BatchSampler do with the same sizes
+
+
+def _torch_batches(dataset_size, batch_size, drop_last=False):
+    return BatchSampler(SequentialSampler(range(dataset_size)), batch_size, drop_last)
+
+
+def _torch_iterations(dataset_size, batch_size, drop_last=False):
+    return len(DataLoader(range(dataset_size), batch_size=batch_size, drop_last=drop_last))
+
+
+def _torch_last_batch_size(dataset_size, batch_size, drop_last=False):
+    batches = list(_torch_batches(dataset_size, batch_size, drop_last))
+    return len(batches[-1]) if batches else 0
+
+
 register(Exercise(
     reference=solutions.iterations_per_epoch,
+    oracle=_torch_iterations,
     cases=_size_cases,
     hint="full batches are dataset_size // batch_size; the remainder is dataset_size % batch_size",
     forbidden=FINISHED_PIECE,
@@ -45,6 +65,7 @@ register(Exercise(
 
 register(Exercise(
     reference=solutions.last_batch_size,
+    oracle=_torch_last_batch_size,
     cases=_size_cases,
     hint="the remainder dataset_size % batch_size is the size of the incomplete batch",
     forbidden=FINISHED_PIECE,
@@ -86,6 +107,7 @@ def _batches(implementation, case: Case) -> list:
 
 register(Exercise(
     reference=solutions.batch_indices,
+    oracle=_torch_batches,
     cases=lambda: [
         Case({"dataset_size": n, "batch_size": b, "drop_last": d},
              hint=_size_hint(n, b, d) + "; yield each batch as a list of indices")

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import ConcatDataset, DataLoader, random_split
 
 from ..demo import data_path
 from ._compare import Raised, close
@@ -149,7 +149,33 @@ register(Exercise(
 ))
 
 
+GROWING = "a CSV file that grows while it is read: rows are appended after the first sample"
+
+
+def _stream_cases() -> list[Case]:
+    return [*_csv_cases(stream=True),
+            Case({"path": GROWING, "label": "y"}, description=GROWING,
+                 hint="read the file line by line while you yield (for line in file): a stream "
+                      "that reads the whole file first misses what is written later, and "
+                      "cannot read a file larger than memory")]
+
+
+def _use_growing_file(implementation) -> dict:
+    """Rows appended to the file after the first sample must come out too, as from a log
+    being written: only a reader that reads as it yields sees them."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "growing.csv"
+        path.write_text("x1,x2,y\n1,2,0\n3,4,1\n")
+        samples = iter(implementation(str(path), "y"))
+        first = [next(samples)]
+        with open(path, "a") as file:
+            file.write("5,6,0\n7,8,1\n")
+        return {"samples": first + take(samples, limit=10)}
+
+
 def _use_stream(implementation, case: Case) -> dict:
+    if case.inputs["path"] == GROWING:
+        return _use_growing_file(implementation)
     dataset = implementation(**case.inputs)
     with open(case.inputs["path"]) as file:
         rows = sum(1 for _ in file) - 1
@@ -157,15 +183,17 @@ def _use_stream(implementation, case: Case) -> dict:
     seen = {"number of samples": len(samples)}
     for index in sorted({0, len(samples) // 2, len(samples) - 1} if samples else ()):
         seen[f"sample {index}"] = samples[index]
-    seen["the first sample of a second pass (the next epoch)"] = next(iter(dataset), None)
-    seen["the first batch of DataLoader(dataset, batch_size=4)"] = next(
-        iter(DataLoader(dataset, batch_size=4)))
+    # a pass that fails is one wrong entry: the verdict then names the pass
+    seen["the first sample of a second pass (the next epoch)"] = _outcome(
+        lambda: next(iter(dataset), None))
+    seen["the first batch of DataLoader(dataset, batch_size=4)"] = _outcome(
+        lambda: next(iter(DataLoader(dataset, batch_size=4))))
     return seen
 
 
 register(Exercise(
     reference=solutions.CsvStream,
-    cases=lambda: _csv_cases(stream=True),
+    cases=_stream_cases,
     run=_use_stream,
     compare=close(rtol=1e-6, atol=0.0),
     hint=("subclass IterableDataset; in __iter__, open the file, read the header line with "
@@ -218,6 +246,7 @@ def _use_concat(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.ConcatenatedDataset,
+    oracle=ConcatDataset,
     cases=_concat_cases,
     run=_use_concat,
     hint=("a negative index first becomes index + len(self); an index past the end raises "
@@ -278,6 +307,7 @@ def _use_split(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.split_dataset,
+    oracle=random_split,
     cases=_split_cases,
     run=_use_split,
     hint=("fractions (adding up to 1) become floor(n * fraction) samples each, plus one each "

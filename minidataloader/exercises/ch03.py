@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.utils.data import RandomSampler
+from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler
 
 from ..demo import data_path
 from ._compare import close
@@ -72,6 +72,7 @@ def _use_random_sampler(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.MyRandomSampler,
+    oracle=RandomSampler,
     cases=_random_cases,
     run=_use_random_sampler,
     hint=("without replacement: num_samples // n whole torch.randperm(n, generator=...) "
@@ -106,6 +107,11 @@ def _batch_cases() -> list[Case]:
         case(range(0), 2, False, "an empty sampler gives no batches"),
         case(range(5), 0, False, "a batch size of 0 can never fill a batch: raise ValueError "
                                  "in __init__"),
+        case(range(5), 2.5, False, "batch_size must be an int: 2.5 raises ValueError"),
+        case(range(5), True, False, "True is an int in Python (isinstance(True, int)), but "
+                                    "torch's BatchSampler refuses a bool as batch_size: "
+                                    "ValueError"),
+        case(range(5), 2, None, "drop_last must be True or False: None raises ValueError"),
     ]
 
 
@@ -122,10 +128,12 @@ def _use_batch_sampler(implementation, case: Case) -> dict:
 
 register(Exercise(
     reference=solutions.MyBatchSampler,
+    oracle=BatchSampler,
     cases=_batch_cases,
     run=_use_batch_sampler,
     hint=("collect the sampler's indices into a list and yield it when it holds batch_size of "
-          "them; __len__ rounds up, or down with drop_last"),
+          "them; __len__ rounds up, or down with drop_last; __init__ refuses a batch_size that "
+          "is not a positive int (bools included) and a drop_last that is not a bool"),
 ))
 
 
@@ -254,8 +262,14 @@ def _use_epoch_sampler(implementation, case: Case) -> dict:
     return seen | _global_rng_afterwards()
 
 
+def _one_replica(data_source, seed=0):
+    """torch's answer: a DistributedSampler of one replica shuffles by (seed, epoch) alone."""
+    return DistributedSampler(data_source, num_replicas=1, rank=0, seed=seed)
+
+
 register(Exercise(
     reference=solutions.EpochSeededSampler,
+    oracle=_one_replica,
     cases=_epoch_cases,
     run=_use_epoch_sampler,
     hint=("remember the epoch in set_epoch; in __iter__, seed a NEW torch.Generator with "

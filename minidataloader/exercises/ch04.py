@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections import namedtuple
+from collections import OrderedDict, defaultdict, namedtuple
+from collections.abc import Mapping
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, default_collate, default_convert
 
 from minidataloader.collate import collate, default_collate_fn_map
 
@@ -53,9 +55,22 @@ def _as_lists(value):
         return type(value)(*(_as_lists(v) for v in value))
     if isinstance(value, (list, tuple)):
         return type(value)(_as_lists(v) for v in value)
-    if isinstance(value, dict):
-        return {key: _as_lists(v) for key, v in value.items()}
+    if isinstance(value, Mapping):
+        try:
+            clone = copy.copy(value)  # the same mapping type: an OrderedDict stays one
+            for key in value:
+                clone[key] = _as_lists(value[key])
+            return clone
+        except TypeError:  # a mapping that cannot be changed: compared as it is
+            return value
     return value
+
+
+def _mapping(kind, **items):
+    """A sample as a mapping of the given kind (a defaultdict of lists for ``defaultdict``)."""
+    mapping = defaultdict(list) if kind is defaultdict else kind()
+    mapping.update(items)
+    return mapping
 
 
 def _collate_cases() -> list[Case]:
@@ -100,6 +115,25 @@ def _collate_cases() -> list[Case]:
                          "'file': str}}",
              hint="call your function on each field again (recursion): a dict inside a dict, "
                   "a tuple inside that"),
+        Case({"batch": [_mapping(OrderedDict, label=lb, weight=w)
+                        for lb, w in [(1, 0.5), (0, 2.0)]]},
+             description="2 OrderedDicts {'label': int, 'weight': float}",
+             hint="a mapping keeps its type: an OrderedDict gives an OrderedDict (copy the first "
+                  "sample with copy.copy and update it with the collated values)"),
+        Case({"batch": [_mapping(defaultdict, x=features[i]) for i in range(2)]},
+             description="2 defaultdict(list) samples {'x': tensor of shape (4,)}",
+             hint="a defaultdict gives a defaultdict (with the same default_factory): copy the "
+                  "first sample with copy.copy and update it"),
+        Case({"batch": [np.float32(0.5), np.float32(1.5)]},
+             description="batch = [np.float32(0.5), np.float32(1.5)] (numpy numbers)",
+             hint="numpy numbers become one tensor of their own dtype: "
+                  "torch.as_tensor(batch) (float32 here)"),
+        Case({"batch": [(np.int64(3), "a"), (np.int64(4), "b")]},
+             description="batch = [(np.int64(3), 'a'), (np.int64(4), 'b')]",
+             hint="numpy integers (np.int64) become one int64 tensor: torch.as_tensor(batch)"),
+        Case({"batch": [[1, 2], [3]]}, description="batch = [[1, 2], [3]]",
+             hint="samples of different lengths cannot be transposed: zip would silently drop "
+                  "the 2, so raise RuntimeError, as default_collate does"),
         Case({"batch": [None, None]}, description="batch = [None, None]",
              hint="a type your function does not know should raise TypeError, as "
                   "default_collate does"),
@@ -108,6 +142,7 @@ def _collate_cases() -> list[Case]:
 
 register(Exercise(
     reference=solutions.my_default_collate,
+    oracle=default_collate,
     cases=_collate_cases,
     run=lambda implementation, case: _as_lists(implementation(**case.inputs)),
     hint="look at batch[0] to decide what to do; containers call the function again on each "
@@ -125,7 +160,12 @@ def _convert_cases() -> list[Case]:
              hint="a numpy array becomes a tensor with the same dtype and shape"),
         Case({"data": np.float64(2.5)}, description="data = np.float64(2.5) (a numpy number)",
              hint="numpy numbers (np.float64, np.int64, ...) become 0-d tensors too; "
-                  "isinstance(data, np.generic) finds them"),
+                  "isinstance(data, (np.bool_, np.number)) finds them"),
+        Case({"data": np.int64(3)}, description="data = np.int64(3)",
+             hint="a numpy integer becomes a 0-d int64 tensor (it is no Python int)"),
+        Case({"data": np.array(["a", "b"])}, description="data = np.array(['a', 'b'])",
+             hint="a numpy array of strings (dtype kind 'U', 'S' or 'O') cannot become a "
+                  "tensor: it is returned unchanged"),
         Case({"data": 7}, description="data = 7",
              hint="Python numbers are left as they are: there is no batch to put them in"),
         Case({"data": "0007.png"}, description="data = '0007.png'",
@@ -139,6 +179,13 @@ def _convert_cases() -> list[Case]:
         Case({"data": {"image": array, "label": 3}},
              description="data = {'image': int32 array, 'label': 3}",
              hint="a dict keeps its keys; each value is converted"),
+        Case({"data": _mapping(OrderedDict, b=np.float32(1.0), a=array)},
+             description="data = OrderedDict(b=np.float32(1.0), a=int32 array)",
+             hint="a mapping keeps its type: an OrderedDict stays an OrderedDict (copy it with "
+                  "copy.copy and update it with the converted values)"),
+        Case({"data": _mapping(defaultdict, x=array)},
+             description="data = a defaultdict(list) {'x': int32 array}",
+             hint="a defaultdict stays a defaultdict: copy it with copy.copy and update it"),
         Case({"data": Point(np.float32(1.0), np.arange(2))},
              description="data = Point(x=np.float32(1.0), y=np.arange(2)) (a namedtuple)",
              hint="a namedtuple keeps its type"),
@@ -151,9 +198,10 @@ def _convert_cases() -> list[Case]:
 
 register(Exercise(
     reference=solutions.my_default_convert,
+    oracle=default_convert,
     cases=_convert_cases,
     hint="only numpy values change (into tensors); containers are rebuilt around converted "
-         "items, tuples as lists",
+         "items (mappings keep their type), tuples as lists",
     time_limit=2.0,
 ))
 
@@ -226,7 +274,8 @@ def _dataclass_cases() -> list[Case]:
         Case({"batch": samples[:3]},
              description="3 DigitSample(image=uint8 tensor (1, 2, 2), label=int, file=str)",
              hint="return a DigitSample whose image is the stacked images, label a tensor of "
-                  "labels and file the list of files: collate each field with collate(...)"),
+                  "labels and file the list of files: collate each field with "
+                  "collate(values, collate_fn_map=collate_fn_map)"),
         Case({"batch": [{"sample": s, "weight": w} for s, w in zip(samples, [0.5, 2.0])]},
              description="2 dicts {'sample': DigitSample, 'weight': float}",
              hint="collate reaches your function through the dict: it must work for a batch "

@@ -7,12 +7,14 @@ import itertools
 import torch
 from torch.utils.data import (
     BatchSampler,
+    DataLoader,
     Dataset,
     IterableDataset,
     RandomSampler,
     SequentialSampler,
     default_collate,
 )
+from torch.utils.data._utils.fetch import _IterableDatasetFetcher
 
 from ._framework import Case, Exercise, TooManyItems, register
 from .solutions import ch05 as solutions
@@ -92,44 +94,49 @@ MAP, STREAM = "map", "stream"
 _DATASETS = {MAP: lambda: Squares(10), STREAM: lambda: Numbers(5)}
 _NAMES = {MAP: "a map-style dataset of 10 samples", STREAM: "an IterableDataset"}
 
-# (dataset, arguments, hint). The hint says which rule the case tests.
-VALIDATION_CASES = [
+# (dataset, arguments, hint). The hint names the rule of the statement the case tests. The
+# chapter's table shows torch refusing examples of its own, not these.
+_VALIDATION = [
     (MAP, {}, "all defaults are fine"),
-    (MAP, {"batch_size": 4, "shuffle": True}, "shuffle=True with a batch size is fine"),
+    (MAP, {"batch_size": 3, "shuffle": True}, "shuffle=True with a batch size is fine"),
     (MAP, {"sampler": [3, 1, 2], "batch_size": 2}, "a sampler of your own is fine"),
     (MAP, {"batch_sampler": [[0, 1], [2]]}, "a batch_sampler alone is fine"),
     (MAP, {"batch_size": None}, "batch_size=None (no batching) is fine"),
     (STREAM, {"batch_size": 2, "drop_last": True}, "an IterableDataset may drop its last batch"),
-    (STREAM, {"shuffle": False}, "shuffle=False is accepted for an IterableDataset"),
-    (MAP, {"num_workers": 2, "prefetch_factor": 4, "persistent_workers": True},
+    (STREAM, {"shuffle": False}, "rule 3: shuffle=False is accepted for an IterableDataset"),
+    (MAP, {"num_workers": 3, "prefetch_factor": 1, "persistent_workers": True},
      "prefetch_factor and persistent_workers are fine with workers"),
-    (MAP, {"num_workers": -1}, "num_workers must be >= 0"),
-    (MAP, {"timeout": -1}, "timeout must be >= 0"),
+    (MAP, {"num_workers": -3}, "rule 1: num_workers must be >= 0"),
+    (MAP, {"timeout": -0.5}, "rule 1: timeout must be >= 0"),
     (MAP, {"prefetch_factor": 2},
-     "prefetch_factor counts batches loaded ahead by each worker: with num_workers=0 it "
-     "must stay None"),
-    (MAP, {"num_workers": 2, "prefetch_factor": -1}, "prefetch_factor must be >= 0"),
-    (MAP, {"persistent_workers": True}, "persistent_workers needs num_workers > 0"),
-    (MAP, {"shuffle": True, "sampler": [0, 1]},
-     "shuffle=True and a sampler both decide the order: ValueError"),
-    (MAP, {"batch_sampler": [[0, 1]], "batch_size": 4},
-     "a batch_sampler excludes batch_size (other than the default 1)"),
-    (MAP, {"batch_sampler": [[0, 1]], "shuffle": True}, "a batch_sampler excludes shuffle"),
-    (MAP, {"batch_sampler": [[0, 1]], "sampler": [0, 1]}, "a batch_sampler excludes sampler"),
-    (MAP, {"batch_sampler": [[0, 1]], "drop_last": True}, "a batch_sampler excludes drop_last"),
+     "rule 2: prefetch_factor counts batches loaded ahead by each worker: with num_workers=0 "
+     "it must stay None"),
+    (MAP, {"num_workers": 1, "prefetch_factor": -2}, "rule 2: prefetch_factor must be >= 0"),
+    (MAP, {"persistent_workers": True}, "rule 2: persistent_workers needs num_workers > 0"),
+    (MAP, {"shuffle": True, "sampler": [2, 1]},
+     "rule 4: shuffle=True and a sampler both decide the order: ValueError"),
+    (MAP, {"batch_sampler": [[1, 0]], "batch_size": 3},
+     "rule 5: a batch_sampler excludes batch_size (other than the default 1)"),
+    (MAP, {"batch_sampler": [[1, 0]], "shuffle": True}, "rule 5: a batch_sampler excludes shuffle"),
+    (MAP, {"batch_sampler": [[1, 0]], "sampler": [1, 0]}, "rule 5: a batch_sampler excludes "
+                                                          "sampler"),
+    (MAP, {"batch_sampler": [[1, 0]], "drop_last": True}, "rule 5: a batch_sampler excludes "
+                                                          "drop_last"),
     (MAP, {"batch_size": None, "drop_last": True},
-     "batch_size=None makes no batches, so drop_last=True makes no sense: ValueError"),
-    (STREAM, {"shuffle": True}, "an IterableDataset cannot be shuffled by the loader"),
-    (STREAM, {"sampler": [0, 1]}, "an IterableDataset takes no sampler"),
-    (STREAM, {"batch_sampler": [[0]]}, "an IterableDataset takes no batch_sampler"),
-    (MAP, {"batch_size": 0}, "batch_size must be a positive int (BatchSampler checks it)"),
-    (MAP, {"batch_size": 2.5}, "batch_size must be an int, not a float"),
+     "rule 6: batch_size=None makes no batches, so drop_last=True makes no sense: ValueError"),
+    (STREAM, {"shuffle": True}, "rule 3: an IterableDataset cannot be shuffled by the loader"),
+    (STREAM, {"sampler": [1, 0]}, "rule 3: an IterableDataset takes no sampler"),
+    (STREAM, {"batch_sampler": [[1]]}, "rule 3: an IterableDataset takes no batch_sampler"),
+    (MAP, {"batch_size": 0}, "rule 7: batch_size must be a positive int (BatchSampler checks it)"),
+    (MAP, {"batch_size": 1.5}, "rule 7: batch_size must be an int, not a float"),
     (MAP, {"batch_size": True},
-     "True is an int in Python (isinstance(True, int)), but the BatchSampler refuses bools"),
-    (STREAM, {"batch_size": -3}, "batch_size must be positive for a stream too"),
-    (MAP, {"drop_last": None}, "drop_last must be a bool (BatchSampler checks it)"),
-    (MAP, {"timeout": 5},
-     "timeout > 0 with num_workers=0: torch raises AssertionError (when the epoch starts)"),
+     "rule 7: True is an int in Python (isinstance(True, int)), but the BatchSampler refuses "
+     "bools"),
+    (STREAM, {"batch_size": -2}, "rule 7: batch_size must be positive for a stream too"),
+    (MAP, {"drop_last": None}, "rule 7: drop_last must be a bool (BatchSampler checks it)"),
+    (MAP, {"timeout": 3},
+     "rule 8: timeout > 0 with num_workers=0: torch raises AssertionError (when the epoch "
+     "starts)"),
 ]
 
 
@@ -141,27 +148,24 @@ def describe_arguments(dataset: str, arguments: dict) -> str:
 def _validation_cases() -> list[Case]:
     return [Case({"dataset": _DATASETS[kind](), **arguments},
                  description=describe_arguments(kind, arguments), hint=hint)
-            for kind, arguments, hint in VALIDATION_CASES]
+            for kind, arguments, hint in _VALIDATION]
 
 
-def torch_outcome(dataset: str, arguments: dict):
-    """What torch's DataLoader does with these arguments: None, or the exception it raises
-    when it is built or when its first epoch starts (workers are never started here)."""
-    loader = None
-    try:
-        loader = torch.utils.data.DataLoader(_DATASETS[dataset](), **arguments)
-        if loader.num_workers == 0:
-            next(iter(loader))
-    except Exception as error:  # the outcome we are after
-        return error
-    return None
+def _torch_accepts(dataset, **arguments):
+    """torch's answer: None, or the exception its DataLoader raises when it is built or when
+    its first epoch starts (workers are never started here)."""
+    loader = DataLoader(dataset, **arguments)
+    if loader.num_workers == 0:
+        next(iter(loader), None)
 
 
 register(Exercise(
     reference=solutions.check_loader_arguments,
+    oracle=_torch_accepts,
     cases=_validation_cases,
-    hint="go through the rules in torch's order: workers and timeouts, the IterableDataset "
-         "rules, sampler vs shuffle, batch_sampler vs the rest, then batch_size and drop_last",
+    hint="go through the rules of the statement in their order: workers and timeouts, the "
+         "IterableDataset rules, sampler vs shuffle, batch_sampler vs the rest, then "
+         "batch_size and drop_last, and last the timeout without workers",
     time_limit=3.0,
 ))
 
@@ -206,6 +210,7 @@ def _len_cases() -> list[Case]:
 
 register(Exercise(
     reference=solutions.loader_len,
+    oracle=lambda dataset, **arguments: len(DataLoader(dataset, **arguments)),
     cases=_len_cases,
     hint="for a map-style dataset count what the sampler yields (the batch_sampler if there "
          "is one, else the sampler, else the dataset); for a stream use len(dataset)",
@@ -270,6 +275,7 @@ def _fetcher_cases() -> list[Case]:
 
 register(Exercise(
     reference=solutions.StreamFetcher,
+    oracle=_IterableDatasetFetcher,
     cases=_fetcher_cases,
     run=_drive_fetcher,
     hint="call iter(dataset) once, in __init__; in fetch, take one sample with next() per "
@@ -343,8 +349,14 @@ def _iterator_cases() -> list[Case]:
     ]
 
 
+def _torch_iterator(dataset, batch_sampler, collate_fn):
+    """torch's answer: the iterator of a loader made of these parts."""
+    return iter(DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_fn))
+
+
 register(Exercise(
     reference=solutions.SingleProcessIterator,
+    oracle=_torch_iterator,
     cases=_iterator_cases,
     run=_use_iterator,
     hint="__init__ keeps iter(batch_sampler); __next__ takes the next list of indices from "

@@ -96,8 +96,17 @@ class CorruptAt:
         return f"squares 0..{self.n - 1} whose sample {self.bad} raises ValueError"
 
 
+class Uncollatable:
+    """A sample the cases' collate_fn refuses."""
+
+    def __repr__(self):
+        return "Uncollatable()"
+
+
 def gather(samples):
     """The collate_fn of the cases: the samples of a batch as a tuple."""
+    if any(isinstance(sample, Uncollatable) for sample in samples):
+        raise TypeError("collate_fn cannot batch an Uncollatable sample")
     return tuple(samples)
 
 
@@ -133,6 +142,10 @@ def _worker_cases() -> list[Case]:
              "a sample that raises must not end the worker: catch the exception, put "
              "(batch_number, the exception) on the result queue, and go on with the next task",
              dataset=CorruptAt(6, 2)),
+        case([(0, (0, 1)), (1, (2, 3)), None],
+             "collating can fail too (here collate_fn raises TypeError on sample 3): keep "
+             "collate_fn inside the try, and send the exception as that batch",
+             dataset=(0, 1, 4, Uncollatable())),
         case([(0, (0, 1, 2)), (1, (3, 4)), None],
              "the same loop must work in a worker process, with multiprocessing queues",
              in_a_process=True),

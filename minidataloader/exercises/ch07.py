@@ -54,8 +54,8 @@ def _seed_hint(base_seed: int, num_workers: int) -> str:
     if num_workers == 0:
         return "no workers: an empty list"
     if base_seed >> 32:
-        return ("this base seed needs more than 32 bits: numpy's words are "
-                "[worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]")
+        return ("worker w's seed is base_seed + w; this base seed needs more than 32 bits: "
+                "numpy's words are [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]")
     return ("worker w's seed is base_seed + w; its numpy state is "
             "np.random.SeedSequence([w, base_seed & 0xFFFFFFFF, base_seed >> 32, 0])"
             ".generate_state(4), as a list of 4 ints")
@@ -69,8 +69,15 @@ def _seed_cases() -> list[Case]:
                                   (2**63 - 1, 2), (12345, 0)]]
 
 
+def _torch_seeds(base_seed, num_workers):
+    """torch's answer: the seeds its worker loop gives each worker."""
+    return [(base_seed + worker_id, torch_worker._generate_state(base_seed, worker_id))
+            for worker_id in range(num_workers)]
+
+
 register(Exercise(
     reference=solutions.worker_seeds,
+    oracle=_torch_seeds,
     cases=_seed_cases,
     hint=("a list with one tuple per worker: (base_seed + worker_id, numpy_state), where "
           "numpy_state is a list of four ints from np.random.SeedSequence"),
@@ -186,8 +193,9 @@ def _duplicate_cases() -> list[Case]:
         case(distinct, 4, "a healthy epoch",
              "every augmentation differs: no duplicates (the last batch is short)"),
         case(_shared_state(stream, 4, 16, 2), 2, "4 workers sharing one generator state",
-             "each worker draws the same rows: every row comes 4 times, so 3 of every 4 "
-             "samples repeat an earlier one"),
+             "each worker draws the same rows, which come back in later batches: compare "
+             "each row with every row before it, across batches (3 of every 4 samples repeat "
+             "an earlier one)"),
         case(_shared_state(stream, 2, 5, 2), 2, "2 workers sharing one generator state, 5 "
              "batches", "compare rows across batches, not only within a batch: batch 1 "
              "repeats batch 0, batch 3 repeats batch 2"),

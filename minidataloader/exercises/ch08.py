@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import queue
 
-from torch.utils.data import DataLoader
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from minidataloader.demo.ch08_pool import Resume, ToyPool, interrupted_epoch
 
@@ -153,6 +154,9 @@ register(Exercise(
 
 
 def _seed_hint(workers: int, epochs: int, persistent: bool) -> str:
+    if persistent and workers == 0:
+        return ("persistent workers need workers: the DataLoader refuses persistent_workers=True "
+                "with num_workers=0 (ValueError), and so does your function")
     if epochs == 0:
         return "no epoch: an empty list"
     if workers == 0:
@@ -164,13 +168,37 @@ def _seed_hint(workers: int, epochs: int, persistent: bool) -> str:
             "generator: worker w's seed is that base seed + w")
 
 
+class WorkerSeeds(Dataset):
+    """Sample w is the seed of the worker that reads it (with batch_size=1, worker w reads
+    sample w): a real loader tells the seeds of its workers."""
+
+    def __init__(self, num_workers: int):
+        self.num_workers = num_workers
+
+    def __len__(self):
+        return self.num_workers
+
+    def __getitem__(self, index):
+        return get_worker_info().seed
+
+
+def _torch_seeds_by_epoch(generator_seed, num_workers, epochs, persistent):
+    """torch's answer: the seeds its workers get, read from real workers, epoch by epoch."""
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(WorkerSeeds(num_workers), batch_size=1, collate_fn=lambda b: b[0],
+                            **workers_for_a_check(num_workers), persistent_workers=persistent,
+                            generator=torch.Generator().manual_seed(generator_seed))
+        return [list(loader) for _ in range(epochs)]
+
+
 register(Exercise(
     reference=solutions.worker_seeds_by_epoch,
+    oracle=_torch_seeds_by_epoch,
     cases=lambda: [Case({"generator_seed": s, "num_workers": w, "epochs": e,
                          "persistent": p}, hint=_seed_hint(w, e, p))
                    for s, w, e, p in [(0, 2, 3, False), (0, 2, 3, True), (1, 3, 2, False),
                                       (5, 1, 1, True), (7, 0, 2, False), (3, 2, 0, True),
-                                      (11, 4, 2, True)]],
+                                      (11, 4, 2, True), (2, 0, 2, True)]],
     hint=("make torch.Generator().manual_seed(generator_seed); a base seed is "
           "torch.empty((), dtype=torch.int64).random_(generator=generator).item(), drawn "
           "for each new iterator"),

@@ -38,6 +38,13 @@ class NeedsAKeyword(Exception):
         super().__init__(f"cannot read {path}")
 
 
+class NeedsACode(Exception):
+    """An exception whose constructor wants a number: one string makes it raise ValueError."""
+
+    def __init__(self, code):
+        super().__init__(f"error code {int(code)}")
+
+
 def _json_error() -> type:
     return json.JSONDecodeError
 
@@ -81,6 +88,9 @@ def _rebuild_cases() -> list[Case]:
              "raise NeedsAKeyword(path=path)",
              "this constructor accepts keyword arguments only: any exception while building "
              "it means falling back to RuntimeError(message)"),
+        case(NeedsACode, "NeedsACode: error code 7", "raise NeedsACode(7)",
+             "this constructor raises ValueError (it wants a number), not TypeError: any "
+             "exception while building it means falling back to RuntimeError(message)"),
     ]
 
 
@@ -138,7 +148,7 @@ def _watched_worker(worker_id, result_queue, behaviour) -> None:
     time.sleep(60)  # alive, busy with something else
 
 
-_DEATH = {"killed": "SIGKILL", "exits": "code 3"}
+_DEATH = {"killed": "SIGKILL", "exits": "exit code 3"}
 
 
 def _watchdog_cases() -> list[Case]:
@@ -153,11 +163,11 @@ def _watchdog_cases() -> list[Case]:
     return [
         case(("sleeps", "answers"), 1.5,
              "worker 1 puts a result on the queue: return it (worker 0 is alive)"),
-        case(("killed", "sleeps"), 1.5,
-             "worker 0 dies without sending anything: each time get() times out, look for a "
-             "worker that is no longer alive, and raise RuntimeError with its pid and "
-             "signal.Signals(-exitcode).name"),
-        case(("sleeps", "exits"), 1.5,
+        case(("killed", "sleeps"), 3.0,
+             "worker 0 dies without sending anything: each time get() times out (after 0.1 s, "
+             "not after `timeout`), look for a worker that is no longer alive, and raise "
+             "RuntimeError with its pid and signal.Signals(-exitcode).name"),
+        case(("sleeps", "exits"), 3.0,
              "worker 1 calls os._exit(3): its exitcode is 3; say 'exit code 3' and its pid"),
         case(("sleeps", "sleeps"), 0.3,
              "nothing arrives and every worker is alive: after `timeout` seconds raise "
@@ -255,7 +265,8 @@ def _shutdown_cases() -> list[Case]:
              "it skips them and leaves at once"),
         case(("idle", "idle", "stuck"),
              "worker 2 never reads its queue: wait at most `timeout` seconds in all, then "
-             "terminate() whoever is still alive, and return their ids"),
+             "terminate() whoever is still alive, and return their positions in `workers` "
+             "(here [2]), not their pids"),
         case(("unread result", "idle"),
              "worker 0 cannot exit before its last result is read from result_queue (its "
              "queue's feeder thread waits for a reader): while you wait, keep reading "
@@ -302,7 +313,8 @@ register(Exercise(
     cases=_shutdown_cases,
     run=_use_shutdown,
     hint=("done_event.set(); None on every index queue; until all have exited or `timeout` "
-          "has passed, read result_queue; terminate() and join() the rest; return their ids"),
+          "has passed, read result_queue; terminate() and join() the rest; return their "
+          "positions in `workers`"),
     forbidden=FINISHED_PIECES,
     time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
 ))
@@ -390,7 +402,8 @@ def _classify_cases() -> list[Case]:
         for wording in (entry.torch, entry.ours):
             if wording:
                 add(_substitute(wording, {**_values(rng), "type": "ValueError"}),
-                    f"this is the message for: {meaning}; expected {entry.category!r}")
+                    f"this is the message for: {meaning}; expected {entry.category!r} (check "
+                    f"the categories in the statement's order: the first with a clue wins)")
     exception = ch10_messages.BY_KEY["exception"]
     rebuilt = ch10_messages.BY_KEY["rebuilt as RuntimeError"]
     for exc_type, traceback in _WORKER_ERRORS:

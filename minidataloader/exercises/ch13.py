@@ -148,8 +148,8 @@ def _settings_cases() -> list[Case]:
              "themselves (num_workers=4), and over 10 epochs they should start only once "
              "(persistent_workers=True)", reading="from disk"),
         case("a GPU: pin_memory=True puts batches in page-locked host memory, from which the "
-             "copy to the GPU is faster and can run asynchronously", device="cuda",
-             reading="from disk", epochs=1),
+             "copy to the GPU is faster and can run asynchronously; one epoch only: persistent "
+             "workers would save nothing", device="cuda", reading="from disk", epochs=1),
         case("one epoch only: persistent workers would save nothing (they would start once "
              "anyway)", reading="from disk", epochs=1),
         case("evaluation on a GPU, data in memory: no workers, in order, pinned",
@@ -219,9 +219,9 @@ def _use_noise(implementation, case: Case) -> dict:
         for epoch in range(1, spec["epochs"] + 1):
             batches = take(loader, len(dataset) + 1)
             seen[f"epoch {epoch}: noise patterns that repeat an earlier one"] = _repeats(batches)
+            seen[f"epoch {epoch}: the dataset's images are still zeros afterwards"] = all(
+                not image.any() for image in dataset.images)
             seen[f"epoch {epoch}"] = batches
-    seen["the dataset's images afterwards are still zeros"] = all(
-        not image.any() for image in dataset.images)
     return seen
 
 
@@ -240,7 +240,8 @@ def _noise_cases() -> list[Case]:
     return [
         case(0, "no workers: get_worker_info() is None, so draw from a generator seeded with "
                 "the seed given to __init__, made once and then used on and on (the second "
-                "epoch continues its stream)"),
+                "epoch continues its stream); return a new tensor, so that the dataset's "
+                "images stay zeros"),
         case(2, "in a worker, seed the generator with minidataloader.get_worker_info().seed "
                 "(this check runs minidataloader's DataLoader, whose workers answer "
                 "minidataloader's get_worker_info; torch's says None there): workers get "
@@ -297,7 +298,10 @@ def _use_loader(implementation, case: Case) -> dict:
     loader = implementation(Pairs(size), generator=generator, **spec)
     seen = {"len(loader)": len(loader)}
     for epoch in (1, 2):
-        seen[f"epoch {epoch}"] = take(loader, size + 1)
+        batches = iter(loader)
+        seen[f"epoch {epoch}: torch.rand(1) drawn between iter(loader) and the first batch"] = \
+            torch.rand(1)
+        seen[f"epoch {epoch}"] = take(batches, size + 1)
     seen["torch.rand(2) afterwards (the global generator)"] = torch.rand(2)
     if generator is not None:
         seen["torch.rand(2, generator=generator) afterwards"] = torch.rand(2, generator=generator)
@@ -317,8 +321,9 @@ def _loader_cases() -> list[Case]:
 
     return [
         case(10, 4, "in order: batches of 4, 4 and 2, collated with default_collate; and "
-                    "every epoch draws ONE number from the global generator (the base seed "
-                    "torch's loader draws for its workers, even with no workers)"),
+                    "every iter() draws ONE number from the global generator at once (the base "
+                    "seed torch's loader draws for its workers, even with no workers): a "
+                    "generator function's body would draw it only at the first next()"),
         case(10, 3, "drop_last=True: 3 batches of 3; the 10th sample is not used",
              drop_last=True),
         case(10, 4, "with a generator, every epoch draws from it, in torch's order: the base "
@@ -326,7 +331,8 @@ def _loader_cases() -> list[Case]:
                     "torch.randperm(n) that is not used (RandomSampler's empty head)",
              shuffle=True, generator_seed=0),
         case(9, 2, "without a generator, the order comes from a generator seeded by one "
-                   "draw from the global generator, made after the base seed is drawn",
+                   "draw from the global generator, made at the first next() (after the draw "
+                   "the check makes between iter() and the first batch), as RandomSampler does",
              shuffle=True, drop_last=True),
         case(0, 3, "an empty dataset: no batches, but the base seed is still drawn",
              generator_seed=1),
@@ -337,9 +343,10 @@ register(Exercise(
     reference=solutions.AssembledLoader,
     cases=_loader_cases,
     run=_use_loader,
-    hint=("__iter__ as a generator function: draw the base seed with torch.empty((), "
-          "dtype=torch.int64).random_(generator=self.generator); then the order (shuffled as "
-          "RandomSampler does); then yield default_collate of each batch's samples"),
+    hint=("__iter__ draws the base seed with torch.empty((), dtype=torch.int64).random_("
+          "generator=self.generator) and returns a generator (a method with yield) that draws "
+          "the order (as RandomSampler does) and yields default_collate of each batch"),
+    oracle=lambda dataset, **arguments: DataLoader(dataset, **arguments),
     allowed=("Dataset", "IterableDataset", "Sampler", "default_collate"),
     time_limit=3.0,
 ))

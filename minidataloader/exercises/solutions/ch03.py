@@ -41,9 +41,13 @@ class MyRandomSampler(Sampler):
 
 class MyBatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
-        if not isinstance(batch_size, int) or batch_size <= 0:
+        # True is an int in Python, but not a batch size
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                or batch_size <= 0):
             raise ValueError(f"batch_size must be a positive int, "
                              f"got {batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last must be True or False, got {drop_last!r}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last

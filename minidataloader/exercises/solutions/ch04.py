@@ -1,6 +1,8 @@
 """Chapter 4 (collate): model solutions."""
 
+import copy
 import dataclasses
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -15,27 +17,38 @@ def my_default_collate(batch):
         return torch.stack(batch)  # a new first dimension: the batch
     if isinstance(elem, np.ndarray):
         return torch.stack([torch.as_tensor(array) for array in batch])
+    if isinstance(elem, (np.bool_, np.number)):  # numpy numbers: their own dtype
+        return torch.as_tensor(batch)
     if isinstance(elem, float):
         return torch.tensor(batch, dtype=torch.float64)
     if isinstance(elem, int):  # bool is an int too: True, False give a bool tensor
         return torch.tensor(batch)
     if isinstance(elem, (str, bytes)):
         return batch  # no tensor holds text: a list of the batch's strings
-    if isinstance(elem, dict):
-        return {key: my_default_collate([sample[key] for sample in batch]) for key in elem}
+    if isinstance(elem, Mapping):
+        collated = copy.copy(elem)  # the same type: a dict, an OrderedDict, ...
+        collated.update({key: my_default_collate([sample[key] for sample in batch])
+                         for key in elem})
+        return collated
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
         return type(elem)(*(my_default_collate(list(field)) for field in zip(*batch)))
     if isinstance(elem, (tuple, list)):
+        if any(len(sample) != len(elem) for sample in batch):
+            raise RuntimeError("every sample must have the same number of fields")
         # zip(*batch) transposes: field 0 of every sample, then field 1, ...
         return [my_default_collate(list(field)) for field in zip(*batch)]
     raise TypeError(f"cannot collate samples of type {type(elem).__name__}")
 
 
 def my_default_convert(data):
-    if isinstance(data, (np.ndarray, np.generic)):  # numpy arrays and numpy numbers
+    if isinstance(data, np.ndarray) and data.dtype.kind in "SUO":
+        return data  # strings or objects: no tensor can hold them
+    if isinstance(data, (np.ndarray, np.bool_, np.number)):  # arrays, numbers
         return torch.as_tensor(data)
-    if isinstance(data, dict):
-        return {key: my_default_convert(value) for key, value in data.items()}
+    if isinstance(data, Mapping):
+        converted = copy.copy(data)  # the same type: a dict, an OrderedDict, ...
+        converted.update({key: my_default_convert(value) for key, value in data.items()})
+        return converted
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
         return type(data)(*(my_default_convert(item) for item in data))
     if isinstance(data, (tuple, list)):

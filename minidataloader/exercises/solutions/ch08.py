@@ -48,6 +48,8 @@ class CurriculumDataset(Dataset):
 
 def worker_seeds_by_epoch(generator_seed, num_workers, epochs,
                           persistent):
+    if persistent and num_workers == 0:
+        raise ValueError("persistent workers need num_workers > 0")
     generator = torch.Generator().manual_seed(generator_seed)
     seeds = []
     base_seed = None

@@ -1,5 +1,6 @@
 """Chapter 9 (pin memory and the GPU): model solutions."""
 
+import copy
 import queue
 from collections.abc import Mapping, Sequence
 
@@ -14,7 +15,9 @@ def pin_batch(data, pin_fn):
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, Mapping):
-        return type(data)({key: pin_batch(item, pin_fn) for key, item in data.items()})
+        pinned = copy.copy(data)  # the same type: a dict, an OrderedDict, a defaultdict
+        pinned.update({key: pin_batch(item, pin_fn) for key, item in data.items()})
+        return pinned
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
         return type(data)(*(pin_batch(item, pin_fn) for item in data))
     if isinstance(data, Sequence):
@@ -25,7 +28,9 @@ def pin_batch(data, pin_fn):
 def copy_and_step(batch_bytes, bandwidth_gbps, compute_ms, overlap):
     copy_ms = batch_bytes / (bandwidth_gbps * 1e9) * 1e3  # 1 GB = 1e9 bytes
     step_ms = max(copy_ms, compute_ms) if overlap else copy_ms + compute_ms
-    return copy_ms, step_ms, copy_ms <= compute_ms
+    # hidden: the copy adds nothing to the step; without overlap only an empty copy does not
+    hidden = copy_ms <= compute_ms if overlap else copy_ms == 0
+    return copy_ms, step_ms, hidden
 
 
 def copy_compute_timeline(copy_ms, compute_ms, batches, overlap):

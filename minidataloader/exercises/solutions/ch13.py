@@ -66,8 +66,11 @@ class AssembledLoader:
         return -(-len(self.dataset) // self.batch_size)
 
     def __iter__(self):
-        # 1. the base seed for workers: drawn every epoch, workers or not
+        # 1. the base seed for workers: drawn by iter(), every epoch, workers or not
         torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+        return self._batches()  # the rest happens at the first next(), as in a sampler
+
+    def _batches(self):
         n = len(self.dataset)
         if self.shuffle:
             generator = self.generator
