@@ -200,7 +200,8 @@ def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool 
                 optimizer.step()
                 steps += 1
     except RuntimeError as failure:  # a collective call that timed out
-        error = f"RuntimeError: {str(failure).splitlines()[0]}"
+        first_line = str(failure).splitlines()[0]
+        error = "RuntimeError: " + first_line.split("] ", 1)[-1]  # without gloo's file:line
     weights = [float(value) for value in torch.cat([p.detach().flatten()
                                                     for p in model.module.parameters()])]
     return {"batches": len(list(loader)), "steps": steps, "error": error,
