@@ -202,18 +202,20 @@ def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool 
     except RuntimeError as failure:  # a collective call that timed out
         first_line = str(failure).splitlines()[0]
         error = "RuntimeError: " + first_line.split("] ", 1)[-1]  # without gloo's file:line
+    seconds = time.monotonic() - start
     weights = [float(value) for value in torch.cat([p.detach().flatten()
                                                     for p in model.module.parameters()])]
     return {"batches": len(list(loader)), "steps": steps, "error": error,
-            "seconds": time.monotonic() - start, "weights": weights}
+            "seconds": seconds, "weights": weights}
 
 
 # --------------------------------------------------------------------------- datasets
 
 class RandomCrops(torch.utils.data.Dataset):
     """Sample ``i`` is ``(i, worker id, worker seed, crop)``: ``crop`` is where a random
-    crop of a 32x32 picture would start, ``[top, left]``, drawn from torch's global generator
-    as a transform does. In a worker, that generator was seeded with the worker's seed."""
+    crop would start in a larger picture, ``[top, left]`` (each 0 to 7), drawn from torch's
+    global generator as a transform does. In a worker, that generator was seeded with the
+    worker's seed."""
 
     def __init__(self, n: int):
         self.n = n
@@ -225,7 +227,6 @@ class RandomCrops(torch.utils.data.Dataset):
         info = any_worker_info()
         crop = torch.randint(0, 8, (2,)).tolist()
         return index, info.id if info else -1, info.seed if info else -1, crop
-
 
 
 # Built on torch's IterableDataset: torch's loader (which the chapter uses for workers)
