@@ -117,3 +117,22 @@ def test_digits_for_training_enlarges_each_image():
     image, label = perf.DigitsForTraining()[0]
     assert image.shape == (1, 64, 64) and image.dtype == torch.float32
     assert 0.0 <= image.min() <= image.max() <= 1.0 and isinstance(label, int)
+
+
+@linux
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("data", [tud, mdl], ids=["torch", "minidataloader"])
+def test_workers_set_torchs_pool_to_one_thread_but_not_numpys(data):
+    main = perf.thread_pools()
+    seen = {}
+    for init in (None, perf.blas_threads_by_environment, perf.one_blas_thread):
+        loader = data.DataLoader(perf.ThreadPools(), batch_size=None, num_workers=2,
+                                 worker_init_fn=init, multiprocessing_context="fork")
+        samples = list(loader)
+        assert len({sample.pop("pid") for sample in samples}) == 2
+        assert all(sample["torch threads"] == 1 for sample in samples)
+        seen[getattr(init, "__name__", None)] = {sample["numpy BLAS threads"]
+                                                 for sample in samples}
+    assert seen == {None: {main["numpy BLAS threads"]},
+                    "blas_threads_by_environment": {main["numpy BLAS threads"]},
+                    "one_blas_thread": {1}}

@@ -64,6 +64,9 @@ def gathered():
         model.bias.fill_(-10.5)
     jobs.append(("evaluate", demo.evaluate_shard,
                  {"model": model, "features": features, "labels": labels}))
+    jobs.append(("seeds, alike", demo.worker_seeds_job, {"seed": 5}))
+    jobs.append(("seeds, by rank", demo.worker_seeds_job, {"seed": 5, "seed_by_rank": True}))
+    jobs.append(("uneven, Join", demo.uneven_training_job, {"join": True}))
     return demo.spawn_ranks(jobs, world_size=WORLD_SIZE, timeout=180)
 
 
@@ -124,6 +127,34 @@ def test_padding_counts_a_sample_twice_in_the_all_reduced_metric(gathered):
     # 10 of the 11 samples are right; sample 0, wrong, is counted on both ranks: 10 / 12
     assert [r["correct"] for r in ranks] == [5, 5]
     assert all(r["all_count"] == 12 and r["all_correct"] == 10 for r in ranks)
+
+
+def _base_seed(generator=None):
+    """The number a DataLoader iterator draws first: its workers' base seed."""
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator))
+
+
+@pytest.mark.parametrize("job", ["seeds, alike", "seeds, by rank"])
+def test_worker_seeds_in_every_rank(gathered, job):
+    for rank, result in enumerate(gathered[job]):
+        assert result["minidataloader"] == result["torch"], f"rank {rank}"
+        if job == "seeds, alike":  # torch.manual_seed(5) in every rank, then iter(loader)
+            torch.manual_seed(5)
+            base = _base_seed()
+        else:  # the loader's generator, seeded with 5 + rank
+            base = _base_seed(torch.Generator().manual_seed(5 + rank))
+        samples = result["torch"]
+        assert sorted(index for index, *_ in samples) == list(range(rank, 8, WORLD_SIZE))
+        assert {(worker, seed) for _, worker, seed, _ in samples} == {(0, base), (1, base + 1)}
+    crops = [[crop for *_, crop in result["torch"]] for result in gathered[job]]
+    assert (crops[0] == crops[1]) == (job == "seeds, alike")
+
+
+def test_join_lets_ranks_with_unequal_shares_finish_with_one_model(gathered):
+    ranks = gathered["uneven, Join"]
+    assert [r["batches"] for r in ranks] == [r["steps"] for r in ranks] == [4, 3]
+    assert all(r["error"] is None for r in ranks)
+    assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
 def test_a_failing_rank_ends_the_run_with_its_error():

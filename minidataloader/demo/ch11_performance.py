@@ -176,3 +176,40 @@ def transfer_seconds(megabytes: int, how: str, count: int = 5) -> list[float]:
         if child.is_alive():
             child.kill()
     return seconds
+
+
+# ---------------------------------------------------------------------------------------
+# Threads inside workers: torch's pool is set to one thread in every worker; numpy's BLAS
+# pool is not
+
+
+def thread_pools() -> dict[str, int]:
+    """The size of this process's two thread pools: torch's own (``torch.get_num_threads()``)
+    and numpy's BLAS library's (OpenBLAS in numpy's wheels), as threadpoolctl reads it."""
+    from threadpoolctl import threadpool_info
+
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    return {"torch threads": torch.get_num_threads(), "numpy BLAS threads": max(blas, default=0)}
+
+
+class ThreadPools(Dataset):
+    """Four samples, each the thread pools of the process that loads it (and its pid)."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return {"pid": os.getpid(), **thread_pools()}
+
+
+def blas_threads_by_environment(worker_id: int) -> None:
+    """A ``worker_init_fn`` that asks for one BLAS thread through the environment: too late
+    in a forked worker, whose numpy read these variables when the parent imported it."""
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def one_blas_thread(worker_id: int) -> None:
+    """A ``worker_init_fn`` that sets numpy's BLAS pool to one thread in this worker."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")

@@ -18,11 +18,16 @@ returns something JSON can hold. The jobs below are the chapter's experiments:
 - :func:`evaluate_shard`: the usual distributed evaluation (each rank counts its correct
   predictions, ``all_reduce`` adds the counts up), padding included;
 - :func:`stream_shard_job`: an :class:`RankWorkerStream` read by a loader with workers in
-  every rank: who reads what when ranks and workers both split an IterableDataset.
+  every rank: who reads what when ranks and workers both split an IterableDataset;
+- :func:`worker_seeds_job`: the seed and the random crops of every loader worker in every
+  rank, with torch's loader and with minidataloader's, when the ranks seed torch alike;
+- :func:`uneven_training_job`: a tiny DistributedDataParallel model trained on shares of
+  unequal length, with and without ``torch.distributed.algorithms.Join``.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import pathlib
@@ -131,17 +136,98 @@ def evaluate_shard(model, features, labels, drop_last: bool = False,
 def stream_shard_job(dataset_size: int, num_workers: int) -> list:
     """(sample, worker) for every sample this rank's loader delivers, reading a
     RankWorkerStream with ``num_workers`` worker processes (torch's loader)."""
-    # A process started with spawn (as this rank was) starts its own children with spawn
-    # too, each importing torch again: seconds per worker. On Linux, where fork is safe,
-    # ask for fork: the workers then start in milliseconds.
-    context = "fork" if sys.platform.startswith("linux") else None
     loader = torch.utils.data.DataLoader(RankWorkerStream(dataset_size), batch_size=None,
                                          num_workers=num_workers,
-                                         multiprocessing_context=context)
+                                         multiprocessing_context=_fork_if_possible())
     return [(int(sample), int(worker)) for sample, worker in loader]
 
 
-# --------------------------------------------------------------------------- a dataset
+def _fork_if_possible():
+    # A process started with spawn (as this rank was) starts its own children with spawn
+    # too, each importing torch again: seconds per worker. On Linux, where fork is safe,
+    # ask for fork: the workers then start in milliseconds.
+    return "fork" if sys.platform.startswith("linux") else None
+
+
+def worker_seeds_job(dataset_size: int = 8, num_workers: int = 2, seed: int | None = 0,
+                     seed_by_rank: bool = False) -> dict:
+    """What each loader worker of this rank draws: ``[index, worker, worker seed, crop]`` for
+    every sample, from torch's DataLoader and from minidataloader's.
+
+    ``seed``: the script calls ``torch.manual_seed(seed)`` first, in every rank, as training
+    scripts do (``None``: it seeds nothing). ``seed_by_rank``: the loader gets a generator
+    seeded with ``seed + rank``, from which it draws its base seed."""
+    rank = dist.get_rank()
+    samples = {}
+    for name, data in (("torch", torch.utils.data), ("minidataloader", minidataloader)):
+        if seed is not None:
+            torch.manual_seed(seed)  # the same state for both loaders
+        generator = torch.Generator().manual_seed(seed + rank) if seed_by_rank else None
+        loader = data.DataLoader(RandomCrops(dataset_size), batch_size=None,
+                                 sampler=data.DistributedSampler(range(dataset_size),
+                                                                 shuffle=False),
+                                 num_workers=num_workers, generator=generator,
+                                 multiprocessing_context=_fork_if_possible())
+        samples[name] = [list(sample) for sample in loader]
+    return samples
+
+
+def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool = True,
+                        timeout: float = 3.0) -> dict:
+    """Train a one-input linear model with DistributedDataParallel on this rank's share of a
+    RankWorkerStream of ``dataset_size`` samples: with an odd size and two ranks, rank 0 has
+    one batch more than rank 1. With ``join`` the loop runs inside ``Join([model])``.
+
+    The model's process group is a new one with a ``timeout`` of a few seconds: without
+    Join, a rank that waits for a partner who has left gives up after it (the default group
+    would wait 30 minutes). Returns the steps taken, the error if any, and the weights."""
+    from torch.distributed.algorithms import Join
+    from torch.nn.parallel import DistributedDataParallel
+
+    group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(1, 1), process_group=group)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = minidataloader.DataLoader(RankWorkerStream(dataset_size), batch_size=batch_size)
+    steps, error = 0, None
+    start = time.monotonic()
+    try:
+        with Join([model], enable=join):
+            for samples, _ in loader:
+                x = samples.float().unsqueeze(1) / dataset_size
+                optimizer.zero_grad()
+                ((model(x) - 2 * x) ** 2).mean().backward()  # learn y = 2x
+                optimizer.step()
+                steps += 1
+    except RuntimeError as failure:  # a collective call that timed out
+        first_line = str(failure).splitlines()[0]
+        error = "RuntimeError: " + first_line.split("] ", 1)[-1]  # without gloo's file:line
+    seconds = time.monotonic() - start
+    weights = [float(value) for value in torch.cat([p.detach().flatten()
+                                                    for p in model.module.parameters()])]
+    return {"batches": len(list(loader)), "steps": steps, "error": error,
+            "seconds": seconds, "weights": weights}
+
+
+# --------------------------------------------------------------------------- datasets
+
+class RandomCrops(torch.utils.data.Dataset):
+    """Sample ``i`` is ``(i, worker id, worker seed, crop)``: ``crop`` is where a random
+    crop would start in a larger picture, ``[top, left]`` (each 0 to 7), drawn from torch's
+    global generator as a transform does. In a worker, that generator was seeded with the
+    worker's seed."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        info = any_worker_info()
+        crop = torch.randint(0, 8, (2,)).tolist()
+        return index, info.id if info else -1, info.seed if info else -1, crop
+
 
 # Built on torch's IterableDataset: torch's loader (which the chapter uses for workers)
 # recognises only its own, and minidataloader's loader takes torch's datasets too.
