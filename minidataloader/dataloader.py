@@ -223,6 +223,11 @@ class DataLoader(Generic[T_co]):
         self._epochs_started += 1
         return iterator
 
+    def _new_base_seed(self) -> int:
+        """One number from the loader's generator (or the global RNG): see NOTE [ The base
+        seed ]. (A stateful loader resuming an epoch returns the saved one, drawing nothing.)"""
+        return torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+
     def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
@@ -313,8 +318,7 @@ class _BaseDataLoaderIter:
         #   iter(loader)    iter(batch_sampler)   nothing yet (samplers are generators)
         #                   base seed             draw 1
         #   first next()    RandomSampler seed    draw 2 (only without a generator)
-        self._base_seed = (torch.empty((), dtype=torch.int64)
-                           .random_(generator=loader.generator).item())
+        self._base_seed = loader._new_base_seed()
         self._persistent_workers = loader.persistent_workers
         self._num_yielded = 0
         self._epoch = loader._epochs_started
@@ -614,7 +618,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._dataset_kind, self._dataset, index_queue, group.result_queue,
                 group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
                 self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
-                _tracing.worker_sink()))
+                _tracing.worker_sink(), self._worker_keeper(worker_id)))
             try:
                 worker.start()
             except (TypeError, AttributeError, pickle.PicklingError) as error:
@@ -664,6 +668,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 resumed += isinstance(idx, _ResumeIteration)
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
+
+    def _worker_keeper(self, worker_id: int):
+        """What worker ``worker_id`` gets as its ``keeper`` (see worker.py): None here; the
+        stateful loader (minidataloader.stateful) hands each worker one."""
+        return None
 
     def _try_get_data(self, timeout: float = _STATUS_CHECK_INTERVAL):
         """(True, message) from the data queue, or (False, None) after ``timeout`` seconds;

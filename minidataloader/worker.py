@@ -153,7 +153,12 @@ def _generate_state(base_seed: int, worker_id: int) -> list[int]:
 
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation,
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers,
-                 trace_folder) -> None:
+                 trace_folder, keeper=None) -> None:
+    # NOTE [ The keeper hook ]
+    # A stateful loader (minidataloader.stateful) passes a keeper: it makes the fetchers
+    # (restoring a saved position first) and wraps every result with the worker's state
+    # after it. Without one, this loop is exactly torch's.
+    make_fetcher = _DatasetKind.create_fetcher if keeper is None else keeper.make_fetcher
     _tracing.attach_worker(trace_folder)
     parent = os.getppid()
     try:
@@ -178,8 +183,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
-                                                  collate_fn, drop_last)
+            fetcher = make_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_error = _ExceptionWrapper(where)
 
@@ -196,8 +200,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             if isinstance(task, _ResumeIteration):
                 data_queue.put((task, None))  # acknowledge: everything before it is sent
                 stream_ended = False
-                fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
-                                                      collate_fn, drop_last)
+                fetcher = make_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                       drop_last)
                 if _tracing.enabled:
                     _tracing.emit("resume", worker=worker_id)
                 continue
@@ -222,7 +226,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             if _tracing.enabled:  # (result_put before put(): it may be received at once)
                 _tracing.emit("fetch_end", batch=idx, worker=worker_id)
                 _tracing.emit("result_put", batch=idx, worker=worker_id)
-            data_queue.put((idx, data))
+            data_queue.put((idx, data if keeper is None else keeper.report(data)))
             del data, idx, index, task  # keep no batch alive while waiting for the next task
     except KeyboardInterrupt:
         pass  # Ctrl-C reached the whole process group: the main process handles it
