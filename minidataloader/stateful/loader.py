@@ -125,7 +125,8 @@ def _sampler_chain(index_sampler) -> list:
 
 def _stream_mode(chain: list, fast_forward: bool) -> str:
     """How the index stream is restored: 'placeholders' (an IterableDataset's: nothing to
-    restore), 'protocol' (a Stateful sampler restores itself), 'replay'."""
+    restore), 'protocol' (a Stateful sampler restores what its iteration depends on, then
+    the pulls are replayed), 'replay' (the pulls are replayed)."""
     if type(chain[-1]).__iter__ in _known("_InfiniteConstantSampler"):
         return "placeholders"
     if any(isinstance(sampler, Stateful) for sampler in chain):
@@ -226,6 +227,10 @@ class StatefulDataLoader(DataLoader[T_co]):
         return [sampler for sampler in self._chain
                 if type(sampler).__iter__ in _known("DistributedSampler")]
 
+    def _chain_target(self):
+        """The Stateful sampler of the chain (the outermost one)."""
+        return next(sampler for sampler in self._chain if isinstance(sampler, Stateful))
+
     def _current_iterator(self):
         if self.persistent_workers:
             return self._iterator
@@ -243,6 +248,10 @@ class StatefulDataLoader(DataLoader[T_co]):
             "epochs_started": self._epochs_started,
             "generators": [generator_state(g) for g in self._generators()],
             "sampler_epochs": [sampler.epoch for sampler in self._distributed()],
+            "sampler": (copy.deepcopy(self._chain_target().state_dict())
+                        if self._stream_mode == "protocol" else None),
+            "dataset": (copy.deepcopy(self.dataset.state_dict())
+                        if isinstance(self.dataset, Stateful) else None),
             "base_seed": None, "epoch": None, "workers": None,
         }
         if iterator is not None:
@@ -266,6 +275,10 @@ class StatefulDataLoader(DataLoader[T_co]):
             set_generator_state(generator, saved)
         for sampler, epoch in zip(self._distributed(), state_dict["sampler_epochs"]):
             sampler.epoch = epoch
+        if state_dict["sampler"] is not None:  # as it was before the epoch's iter()
+            self._chain_target().load_state_dict(state_dict["sampler"])
+        if state_dict["dataset"] is not None:
+            self.dataset.load_state_dict(state_dict["dataset"])
         self._epochs_started = state_dict["epochs_started"]
         resumes = state_dict["epoch"] is not None or state_dict["workers"] is not None
         self._resume = state_dict if resumes else None
@@ -276,17 +289,22 @@ class _StatefulIter:
     states snapshotted at its first pull, and replayed on resume (see the NOTE above)."""
 
     def _begin_stream(self, loader: StatefulDataLoader, restore: dict | None) -> None:
+        """A new epoch's stream; called before the core's iter(sampler)."""
         self._mode = loader._stream_mode
         self._chain = loader._chain
         self._generator_list = loader._generators()
         self._distributed = loader._distributed()
-        self._target = next((s for s in self._chain if isinstance(s, Stateful)), None)
+        self._target = loader._chain_target() if self._mode == "protocol" else None
         self._pulled = 0
         self._started = False  # the epoch's first pull has happened
         self._snapshot = None  # the random states at the first pull
-        self._sampler_states = {}  # protocol: the Stateful sampler's state after n pulls
+        self._exhausted = False  # the sampler said StopIteration
         self._finished = False
         self._plan = restore["epoch"] if restore is not None else None
+        if restore is not None:
+            self._sampler_start = restore["sampler"]
+        elif self._target is not None:  # what this epoch's iteration depends on
+            self._sampler_start = copy.deepcopy(self._target.state_dict())
         if self._plan is not None and self._plan["started"]:
             self._snapshot = {"torch": self._plan["torch_rng"],
                               "generators": restore["generators"],
@@ -300,21 +318,22 @@ class _StatefulIter:
             self._snapshot = {"torch": torch.get_rng_state().numpy().tobytes(),
                               "generators": [generator_state(g) for g in self._generator_list],
                               "sampler_epochs": [s.epoch for s in self._distributed]}
-            if self._mode == "protocol":
-                self._sampler_states[0] = self._target.state_dict()
             self._first_pull(None)
-        index = next(self._sampler_iter)  # StopIteration: the stream is over
+        try:
+            index = next(self._sampler_iter)
+        except StopIteration:
+            self._exhausted = True
+            raise
         self._pulled += 1
-        if self._mode == "protocol":
-            self._sampler_states[self._pulled] = self._target.state_dict()
         return index
 
     def _first_pull(self, plan: dict | None) -> None:
         """Called before the epoch's first pull, or before a resumed epoch's next one."""
 
     def _replay_stream(self) -> list:
-        """Resuming: put the index stream where it was at the checkpoint. Returns
-        ``(batch, pull, worker, index)`` for each batch that was in flight, in order."""
+        """Resuming: make the epoch's pulls again -- indices only, drawn from the random
+        states saved at the first pull, then the training loop's global RNG put back -- and
+        return ``(batch, worker, pull, index)`` for each batch that was in flight, in order."""
         plan, self._plan = self._plan, None
         if _tracing.enabled:
             _tracing.emit("restore", yielded=plan["yielded"],
@@ -324,32 +343,27 @@ class _StatefulIter:
         self._started = True
         self._first_pull(plan)
         keep = {pull: (batch, worker) for batch, pull, worker in plan["in_flight"]}
-        pulled = plan["pulled"]
-        restart = min(keep, default=pulled)
         if self._mode == "placeholders":  # an IterableDataset's: every pull is the same
             index = next(iter(self._chain[0]))
             pulls = [(pull, index) for pull in sorted(keep)]
         else:
-            pulls = self._pull_again(plan, restart, keep)
-        self._pulled = pulled
+            pulls = self._pull_again(plan, keep)
+        self._pulled = plan["pulled"]
+        if plan["exhausted"]:
+            self._sampler_iter, self._exhausted = iter(()), True
         return [(*keep[pull], pull, index) for pull, index in pulls]
 
-    def _pull_again(self, plan: dict, restart: int, keep: dict) -> list:
-        """Make the pulls of the checkpoint's epoch again, drawing from saved random states
-        (the generators were set by load_state_dict); keep the indices of those in ``keep``."""
+    def _pull_again(self, plan: dict, keep: dict) -> list:
         user_rng = torch.get_rng_state()
         try:
-            if self._mode == "protocol":  # the sampler restores itself, at the restart pull
-                self._target.load_state_dict(plan["sampler"])
-                self._sampler_states[restart] = plan["sampler"]
-                first = restart
-            else:
-                torch.set_rng_state(torch.frombuffer(bytearray(self._snapshot["torch"]),
-                                                     dtype=torch.uint8))
-                first = 0
+            # The generators and DistributedSampler epochs were set by load_state_dict.
+            torch.set_rng_state(torch.frombuffer(bytearray(self._snapshot["torch"]),
+                                                 dtype=torch.uint8))
+            if self._target is not None:
+                self._target.load_state_dict(self._sampler_start)
             self._sampler_iter = iter(self._chain[0])
             pulls = []
-            for pull in range(first, plan["pulled"]):
+            for pull in range(plan["pulled"]):
                 try:
                     index = next(self._sampler_iter)
                 except StopIteration:
@@ -357,10 +371,13 @@ class _StatefulIter:
                         f"the sampler gave {pull} batches of indices this epoch, but "
                         f"{plan['pulled']} had been taken when the state was saved: its order "
                         "is not reproducible from the state") from None
-                if self._mode == "protocol":
-                    self._sampler_states[pull + 1] = self._target.state_dict()
                 if pull in keep:
                     pulls.append((pull, index))
+            if plan["exhausted"]:  # it had said StopIteration: what it did then, it does now
+                for _ in self._sampler_iter:
+                    raise StateDictError("the sampler gives more batches of indices this "
+                                         "epoch than when the state was saved: its order is "
+                                         "not reproducible from the state")
             return pulls
         finally:
             torch.set_rng_state(user_rng)  # the training loop's RNG: as it was
@@ -376,12 +393,9 @@ class _StatefulIter:
         """The index stream's part of a mid-epoch state; ``in_flight`` lists
         ``[batch, pull, worker]`` for the batches dispatched and not yet yielded."""
         epoch = {"yielded": self._num_yielded, "started": self._started,
-                 "pulled": self._pulled, "in_flight": in_flight}
+                 "pulled": self._pulled, "exhausted": self._exhausted, "in_flight": in_flight}
         if self._started:
             epoch["torch_rng"] = self._snapshot["torch"]
-            if self._mode == "protocol":
-                restart = min((pull for _, pull, _ in in_flight), default=self._pulled)
-                epoch["sampler"] = self._sampler_states[restart]
         return epoch
 
     def _save(self, state: dict) -> None:
@@ -390,7 +404,9 @@ class _StatefulIter:
             return
         state["epoch"] = self._epoch_state()
         state["base_seed"] = self._base_seed  # drawn at this epoch's iter(): not again
-        if self._started:  # the generators as they were at the first pull: a replay moves them
+        if self._target is not None:
+            state["sampler"] = self._sampler_start
+        if self._started:  # as they were at the first pull: the replay moves them
             state["generators"] = self._snapshot["generators"]
             state["sampler_epochs"] = self._snapshot["sampler_epochs"]
 
@@ -404,8 +420,6 @@ class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
         plan = restore["epoch"] if restore is not None else None
         self._fast_forward = loader.fast_forward
         self._begin_stream(loader, restore)
-        if plan is not None and "dataset" in plan:
-            loader.dataset.load_state_dict(plan["dataset"])  # before iter(dataset)
         user_rng = rng_states()
         super().__init__(loader)  # makes the fetcher: iter(dataset) for an IterableDataset
         self._epoch_rng = loader._epoch_rng
@@ -414,7 +428,7 @@ class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
         if self._dataset_kind == _DatasetKind.Iterable:
             if "iterator" in plan:
                 self._dataset_fetcher.dataset_iter.load_state_dict(plan["iterator"])
-            elif "dataset" not in plan and plan["started"]:
+            elif not isinstance(self._dataset, Stateful) and plan["started"]:
                 self._fast_forward_stream(plan)
             self._dataset_fetcher.ended = plan["ended"]
         set_rng_states(user_rng)  # whatever iter(dataset) or a re-reading drew: undone
@@ -438,8 +452,6 @@ class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
     def _epoch_state(self) -> dict:
         epoch = self._stream_state([])
         dataset = self._dataset
-        if isinstance(dataset, Stateful):
-            epoch["dataset"] = copy.deepcopy(dataset.state_dict())
         if self._dataset_kind == _DatasetKind.Iterable:
             iterator = self._dataset_fetcher.dataset_iter
             if iterator is not dataset and isinstance(iterator, Stateful):
@@ -595,10 +607,6 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
     def _process_data(self, data, worker_id: int, batch: int):
         self._consume(worker_id)
         self._pull_of.pop(batch, None)
-        if self._mode == "protocol":  # keep only the sampler states a resume may need
-            oldest = min(self._pull_of.values(), default=self._pulled)
-            for pull in [pull for pull in self._sampler_states if pull < oldest]:
-                del self._sampler_states[pull]
         return super()._process_data(data, worker_id, batch)
 
     def _epoch_state(self) -> dict:

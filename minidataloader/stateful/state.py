@@ -24,7 +24,7 @@ FORMAT = "minidataloader.StatefulDataLoader"
 VERSION = 1
 # Every state has these keys; a state lacking one was cut short (or is not ours).
 KEYS = ("format", "version", "loader", "epochs_started", "generators", "sampler_epochs",
-        "base_seed", "epoch", "workers", "checksum")
+        "sampler", "dataset", "base_seed", "epoch", "workers", "checksum")
 
 
 @runtime_checkable
