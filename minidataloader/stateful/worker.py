@@ -50,6 +50,7 @@ class _Keeper:
     A report holds the worker's state after the result it travels with:
 
         count      fetches of this epoch so far (a fast-forward re-does that many)
+        stream_end this result is the end of the worker's stream
         started    True: taken after this epoch's fetcher was made (iter(dataset) ran)
         rng        torch, random and numpy states -- only when they changed since the
                    last report, so a dataset that draws nothing costs a comparison
@@ -119,7 +120,7 @@ class _Keeper:
             try:
                 fetcher.fetch(self.placeholder)
             except StopIteration:
-                if done != state["count"] - 1:
+                if not (done == state["count"] - 1 and state["stream_end"]):
                     raise RuntimeError(
                         f"fast-forward: worker {self.worker_id}'s stream ended after {done} "
                         f"batches, but it had produced {state['count']} when the state was "
@@ -136,7 +137,8 @@ class _Keeper:
 
     def report(self, data) -> _Reported:
         self.count += 1
-        report = {"count": self.count, "started": True}
+        report = {"count": self.count, "started": True,
+                  "stream_end": isinstance(data, _IterableDatasetStopIteration)}
         rng = rng_states()
         if rng != self.last_rng:
             report["rng"] = self.last_rng = rng

@@ -231,6 +231,9 @@ def draw_config(rng: random.Random) -> dict:
     return c
 
 
+GRID = [draw_config(random.Random(f"stateful {i}")) for i in range(240)]
+
+
 def make_dataset(c: dict):
     n, draws = c["n"], c["draws"]
     return {
@@ -315,24 +318,27 @@ def through_a_file(obj):
     return torch.load(buffer)
 
 
-def run(c: dict, stateful: bool = True, resume: dict | None = None) -> dict:
-    """Play configuration ``c``; with ``resume`` (a checkpoint ``run`` returned) continue from
-    it. Returns the batches of each epoch played, the checkpoint taken, the final states."""
+def run(c: dict, stateful: bool = True, resume: dict | None = None,
+        positions: set | None = None) -> dict:
+    """Play configuration ``c``, taking a checkpoint at each of ``positions`` -- pairs
+    (epoch, batches yielded in it), None for "after the epoch ended"; by default the
+    configuration's own. With ``resume`` (a checkpoint) go on from there instead."""
     seed_everything(c["seed"])
     loader, sampler, generators = make_loader(c, stateful)
     distributed = sampler if c["sampler"] == "distributed" else None
+    if positions is None:
+        positions = {(c["checkpoint_epoch"], checkpoint_batch(c))}
     first_epoch = 0
     if resume is not None:
         loader.load_state_dict(resume["loader"])
         set_rng_states(resume["rng"])
         first_epoch = resume["epoch"] + (resume["at"] == "end")
-    checkpoint = None
+    checkpoints = {}
 
     def save(epoch, at):
-        nonlocal checkpoint
-        if stateful and resume is None and epoch == c["checkpoint_epoch"]:
-            checkpoint = through_a_file({"loader": loader.state_dict(), "rng": rng_states(),
-                                         "epoch": epoch, "at": at})
+        if stateful and resume is None:
+            checkpoints[(epoch, at)] = through_a_file({
+                "loader": loader.state_dict(), "rng": rng_states(), "epoch": epoch, "at": at})
 
     epochs = []
     for epoch in range(first_epoch, c["epochs"]):
@@ -340,18 +346,18 @@ def run(c: dict, stateful: bool = True, resume: dict | None = None) -> dict:
             distributed.set_epoch(epoch)
         batches = []
         iterator = iter(loader)
-        if checkpoint_batch(c) == 0:
+        if (epoch, 0) in positions:
             save(epoch, 0)
         for batch in iterator:
             batches.append(plain(batch))
             torch.rand(1), random.random(), np.random.rand()  # the training step's draws
-            if len(batches) == checkpoint_batch(c):
+            if (epoch, len(batches)) in positions:
                 save(epoch, len(batches))
         del iterator
         epochs.append(batches)
-        if checkpoint is None:  # "end", or the epoch was shorter than the place chosen
-            save(epoch, "end")
-    return {"epochs": epochs, "checkpoint": checkpoint, "rng": rng_states(),
+        if any(e == epoch and (k is None or k > len(batches)) for e, k in positions):
+            save(epoch, "end")  # asked for, or the epoch was shorter than the place chosen
+    return {"epochs": epochs, "checkpoints": checkpoints, "rng": rng_states(),
             "generators": [g.get_state() for g in generators]}
 
 
