@@ -377,3 +377,24 @@ def checkpoint_batch(c: dict) -> int | None:
     if c["checkpoint_at"] == "end":
         return None
     return int(c["checkpoint_at"] * (len_hint(c) + 1))
+
+
+class RangeStream(tud.IterableDataset):
+    """Each worker streams its shard of range(n), in order; a Stateful dataset with no
+    random numbers (the semantics torchdata's loader shares with ours)."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.pos = n, 0
+
+    def __iter__(self):
+        shard = _shard(self.n)
+        while self.pos < len(shard):
+            self.pos += 1
+            yield shard[self.pos - 1]
+        self.pos = 0
+
+    def state_dict(self):
+        return {"pos": self.pos}
+
+    def load_state_dict(self, state):
+        self.pos = state["pos"]
