@@ -305,7 +305,10 @@ class _StatefulIter:
             self._sampler_start = restore["sampler"]
         elif self._target is not None:  # what this epoch's iteration depends on
             self._sampler_start = copy.deepcopy(self._target.state_dict())
-        if self._plan is not None and self._plan["started"]:
+        if self._plan is not None:  # the position is the saved one, replayed at the next pull
+            self._pulled, self._exhausted = self._plan["pulled"], self._plan["exhausted"]
+            self._started = self._plan["started"]
+        if self._started:
             self._snapshot = {"torch": self._plan["torch_rng"],
                               "generators": restore["generators"],
                               "sampler_epochs": restore["sampler_epochs"]}
@@ -340,7 +343,6 @@ class _StatefulIter:
                           in_flight=[batch for batch, _, _ in plan["in_flight"]])
         if not plan["started"]:
             return []  # the first pull is still to come: it happens as it would have
-        self._started = True
         self._first_pull(plan)
         keep = {pull: (batch, worker) for batch, pull, worker in plan["in_flight"]}
         if self._mode == "placeholders":  # an IterableDataset's: every pull is the same
@@ -348,9 +350,8 @@ class _StatefulIter:
             pulls = [(pull, index) for pull in sorted(keep)]
         else:
             pulls = self._pull_again(plan, keep)
-        self._pulled = plan["pulled"]
         if plan["exhausted"]:
-            self._sampler_iter, self._exhausted = iter(()), True
+            self._sampler_iter = iter(())
         return [(*keep[pull], pull, index) for pull, index in pulls]
 
     def _pull_again(self, plan: dict, keep: dict) -> list:
