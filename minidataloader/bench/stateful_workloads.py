@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -151,22 +152,31 @@ def register(workloads: list) -> None:
     workloads.extend(w for w in WORKLOADS if w.name not in {x.name for x in workloads})
 
 
+class _NoBar:
+    """What the benchmark's ``measure`` moves between runs (a progress bar): nothing here."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
 def run_all(names: list[str] | None = None, quick: bool = False,
             pairs: int | None = None) -> dict:
-    """The benchmark's measuring, over these workloads only."""
-    from . import PAIRS, _Progress, machine_facts, measure
+    """The benchmark's own measuring (alternating pairs, medians, spreads, verdicts), over
+    these workloads; the report has the benchmark's shape."""
+    from . import measure
 
     chosen = [w for w in WORKLOADS if not names or w.name in names]
-    plan = [(w, pairs or (w.quick_pairs if quick else PAIRS)) for w in chosen]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     report = {"benchmark": "minidataloader.stateful vs torchdata.stateful_dataloader",
-              "quick": quick, "machine": machine_facts(), "workloads": []}
-    progress = _Progress(sum(2 * (n + (w.warm_up or not quick)) for w, n in plan))
+              "quick": quick, "workloads": [],
+              "machine": {"torch": torch.__version__, "cpus_usable": len(os.sched_getaffinity(0))
+                          if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+                          "load_average_before": load}}
     start = time.monotonic()
-    try:
-        for workload, n in plan:
-            report["workloads"].append(measure(workload, n, quick, progress))
-    finally:
-        progress.close()
+    for workload in chosen:
+        print(f"{workload.name}...", file=sys.stderr, flush=True)
+        count = pairs or (workload.quick_pairs if quick else 9)
+        report["workloads"].append(measure(workload, count, quick, _NoBar()))
     report["duration_s"] = time.monotonic() - start
     return report
 

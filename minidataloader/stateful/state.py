@@ -28,12 +28,19 @@ KEYS = ("format", "version", "loader", "epochs_started", "generators", "sampler_
 
 @runtime_checkable
 class Stateful(Protocol):
-    """An object that can save and restore its position: samplers and datasets (or the
-    iterator a dataset's ``__iter__`` returns) implement it to be resumed exactly.
+    """An object that can save and restore its state: plain data from ``state_dict()``,
+    given back to ``load_state_dict()`` of an object built the same way. (torchdata's
+    protocol: the same two methods.)
 
-    ``state_dict()`` returns plain data describing where the object is now; after
-    ``load_state_dict(state)`` the object continues from there -- for an iterable, the next
-    ``iter()`` resumes at that position. (The same protocol as torchdata's.)"""
+    A dataset -- or the iterator its ``__iter__`` returns -- saves its position: how far
+    its stream has got (update it *before* yielding a sample: the state is taken between
+    samples). ``load_state_dict`` is called on the dataset before ``iter(dataset)``, on the
+    iterator after. Each worker's copy saves its own; with ``num_workers=0`` the dataset in
+    this process does.
+
+    A sampler saves what its next iteration depends on (an epoch count, a seed...): its
+    state is taken before each epoch's ``iter(sampler)``, and the position inside the
+    epoch is the loader's to restore (it counts the indices taken, and takes them again)."""
 
     def state_dict(self) -> dict[str, Any]: ...
 
