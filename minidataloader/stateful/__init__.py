@@ -32,7 +32,8 @@ ignored), and why:
   is taken -- unless ``fast_forward=True`` says to re-run them from the start of the epoch
   (a worker's stream is then re-read from the random states it had when the epoch began,
   and its random states must come out as saved, or the resume fails). torchdata
-  fast-forwards both silently, the sampler with new random numbers.
+  fast-forwards both: the dataset with a logged warning, the sampler silently (iterating
+  it anew, with new random numbers for a random one).
 * A Stateful sampler saves what its next iteration depends on (its state before
   ``iter()``); the position inside an epoch is the loader's business (pulls counted and
   replayed). torchdata asks samplers for their position after every batch. A Stateful
