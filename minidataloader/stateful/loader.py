@@ -29,9 +29,11 @@ same seeds its batches are torch's.
 #   the base seed (worker w's seed: base + w)      its dataset copy's state (Stateful)
 #   the index stream: the random states it         its stream's position: the state of
 #     draws from, as they were at its first          the iterator iter(dataset) returned
-#     pull, and how many pulls were made           ...each reported with every result,
-#   the batches in flight: dispatched, not           and saved as of the last result of
-#     yet yielded, and which worker has each         w's that the main process YIELDED
+#     pull (a Stateful sampler: its state          ...each reported with every result,
+#     before iter()), and how many pulls             and saved as of the last result of
+#     were made                                      w's that the main process YIELDED
+#   the batches in flight: dispatched, not
+#     yet yielded, and which worker has each
 #   whose turn it is next (round robin)
 #
 #   time --------------------------------------------------------------------------->
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import sys
 import weakref
 from typing import Any, TypeVar
 
@@ -88,7 +91,6 @@ from .state import (
     checksum,
     fingerprint,
     generator_state,
-    module_class,
     rng_states,
     set_generator_state,
     set_rng_states,
@@ -105,11 +107,16 @@ _TORCH = [("torch.utils.data.sampler", name) for name in (
                         ("torch.utils.data.dataloader", "_InfiniteConstantSampler")]
 
 
+def _torch_class(module: str, name: str):
+    """torch's class ``module.name`` if that module is loaded (never importing it)."""
+    return getattr(sys.modules.get(module), name, None)
+
+
 def _known(name: str) -> set:
     """The ``__iter__`` functions of our sampler class ``name`` and of torch's: a sampler
     whose ``__iter__`` is one of these draws only from the RNGs a replay restores."""
     found = {cls.__iter__ for cls in _OURS if cls.__name__ == name}
-    found |= {getattr(module_class(module, cls), "__iter__", None) for module, cls in _TORCH
+    found |= {getattr(_torch_class(module, cls), "__iter__", None) for module, cls in _TORCH
               if cls == name} - {None}
     return found
 
@@ -429,15 +436,15 @@ class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
         if self._dataset_kind == _DatasetKind.Iterable:
             if "iterator" in plan:
                 self._dataset_fetcher.dataset_iter.load_state_dict(plan["iterator"])
-            elif not isinstance(self._dataset, Stateful) and plan["started"]:
+            elif not isinstance(self._dataset, Stateful):
                 self._fast_forward_stream(plan)
             self._dataset_fetcher.ended = plan["ended"]
         set_rng_states(user_rng)  # whatever iter(dataset) or a re-reading drew: undone
         self._num_yielded = plan["yielded"]
 
     def _fast_forward_stream(self, plan: dict) -> None:
-        """Re-read the batches of the epoch so far, from the random states its iter(dataset)
-        saw, and throw them away."""
+        """Make the stream again from the random states the epoch's iter(dataset) saw, and
+        re-read the batches taken from it so far, throwing them away."""
         self._epoch_rng = plan["epoch_rng"]
         set_rng_states(self._epoch_rng)
         fetcher = self._dataset_fetcher = _DatasetKind.create_fetcher(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import pickle
 import random
-import sys
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -154,6 +153,7 @@ def fingerprint(loader, chain: list) -> dict:
         "drop_last": loader.drop_last,
         "num_workers": loader.num_workers,
         "persistent_workers": loader.persistent_workers,
+        "prefetch_factor": loader.prefetch_factor,  # the batches in flight, dispatched again
         "sampler": " > ".join(describe(sampler) for sampler in chain),
         "generators": len(loader._generators()),
     }
@@ -221,8 +221,3 @@ def check(state, loader, chain: list) -> None:
                              "it here would give batches of neither run. Differences: "
                              + "; ".join(differences) + ". Build the loader as it was built "
                              "when the state was saved")
-
-
-def module_class(module: str, name: str):
-    """torch's class ``module.name`` if that module is loaded (never importing it)."""
-    return getattr(sys.modules.get(module), name, None)

@@ -48,6 +48,7 @@ def refused(state, loader=None) -> str:
     ({"num_workers": 0}, ["num_workers: 2 in the state, 0 here"]),
     ({"drop_last": True}, ["drop_last: False in the state, True here"]),
     ({"persistent_workers": True}, ["persistent_workers"]),
+    ({"prefetch_factor": 3}, ["prefetch_factor: 2 in the state, 3 here"]),
 ])
 def test_a_state_from_a_loader_built_differently_says_what_differs(good, change, words):
     message = refused(good, shuffled(**change))
