@@ -1,5 +1,5 @@
 """Tests of minidataloader.stateful: every test here has a time limit (a hang fails), and
-the scenarios of scenarios.py are importable (the restart subprocess imports them)."""
+the scenarios of stateful_scenarios.py are importable (the restart subprocess imports them)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from scenarios import run  # noqa: E402
+from stateful_scenarios import run  # noqa: E402
 
 
 def main(inputs: str, outputs: str) -> None:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 import torch.utils.data as tud
-from compare import check_resumed
 from mp_procs import children
-from scenarios import (
+from stateful_compare import check_resumed
+from stateful_scenarios import (
     StatefulStream,
     make_loader,
     plain,
@@ -216,3 +216,17 @@ def test_it_is_a_dataloader():
     assert issubclass(StatefulDataLoader, mdl.DataLoader)
     loader = StatefulDataLoader(list(range(5)), batch_size=2, snapshot_every_n_steps=10)
     assert [b.tolist() for b in loader] == [[0, 1], [2, 3], [4]] and len(loader) == 3
+
+
+def test_the_extra_does_not_import_torch_utils_data():
+    """Like the core: torch's classes are recognised from sys.modules, never imported."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(StatefulDataLoader.__module__.replace(".", "/")).parent
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for path in (root / package).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(name.startswith("torch.utils") for name in names), (path, names)

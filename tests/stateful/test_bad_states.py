@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 import torch.utils.data as tud
-from scenarios import PlainStream, ResumableSampler, through_a_file
+from stateful_scenarios import PlainStream, ResumableSampler, through_a_file
 
 import minidataloader as mdl
 from minidataloader.stateful import StateDictError, StatefulDataLoader

@@ -14,8 +14,8 @@ this process (test_restart.py restarts processes for real)."""
 import collections
 
 import pytest
-from compare import check_like_torch, check_resumed
-from scenarios import GRID, checkpoint_batch, run
+from stateful_compare import check_like_torch, check_resumed
+from stateful_scenarios import GRID, checkpoint_batch, run
 
 
 def test_the_grid_covers_what_it_claims():

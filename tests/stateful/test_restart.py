@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from compare import check_resumed
-from scenarios import GRID, run
+from stateful_compare import check_resumed
+from stateful_scenarios import GRID, run
 
 CHILD = pathlib.Path(__file__).resolve().parent / "resume_child.py"
 SAMPLE = GRID[::10]  # 24 configurations

@@ -13,7 +13,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.utils.data as tud  # noqa: E402
-from scenarios import RangeStream, ResumableSampler  # noqa: E402
+from stateful_scenarios import RangeStream, ResumableSampler  # noqa: E402
 
 
 def build(loader_class, case):
