@@ -501,10 +501,22 @@ class _WorkerCycle:
 
 
 class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter):
-    """Workers: each result comes with its worker's state after it (a _Reported). The state
-    kept for a worker is the one of its last result the main process has consumed -- a
-    batch yielded, an error raised, the end of its stream -- in the order the worker sent
-    them (the order in which one worker's results are consumed)."""
+    """Workers: each result comes with its worker's state after it (a _Reported).
+
+    NOTE [ A worker's state, as of what was consumed ]
+    The state kept for a worker is the one that came with its last result the main process
+    has consumed: a batch yielded, an error raised, the end of its stream. Results arrive
+    early (parked in the reorder buffer) but one worker's results are consumed in the order
+    it sent them, so its reports -- which hold only what changed -- are applied in that
+    order, each when its result is consumed:
+
+        worker 1 sends     b1 + s1    b3 + s3    end + s5      (s: its state after it)
+        main receives      b1         b3 (early: parked)  end (worker 1 retires at once)
+        main yields        b0  b1  b2  b3
+        state kept for 1   ..  s1  s1  s5: b3 consumed, and the end right behind it
+
+    A checkpoint between b1 and b3 saves s1: worker 1 is restored to it and fetches b3
+    again; the end of its stream, received but not consumed, is found again too."""
 
     def __init__(self, loader: StatefulDataLoader) -> None:
         restore = loader._restoring

@@ -67,9 +67,9 @@ def test_the_checksum_ignores_containers_kinds_but_not_contents():
 
 def test_state_dict_before_iter_starts_no_worker_and_draws_nothing():
     loader = StatefulDataLoader(list(range(10)), batch_size=2, shuffle=True, num_workers=2)
-    before = torch.get_rng_state()
+    before, processes = torch.get_rng_state(), set(children())
     state = loader.state_dict()
-    assert children() == [] and torch.equal(torch.get_rng_state(), before)
+    assert set(children()) <= processes and torch.equal(torch.get_rng_state(), before)
     assert state["epoch"] is None and state["epochs_started"] == 0
 
 
