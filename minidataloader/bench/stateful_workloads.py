@@ -6,11 +6,11 @@ batch, and what the bookkeeping costs over an epoch.
 
 They have the shape of the benchmark's workloads (``workloads.Workload``): ``run(data,
 quick, **settings)`` is called with ``torch.utils.data`` or ``minidataloader``. Here
-``torch.utils.data`` stands for torchdata, which runs in a child process of its own --
-importing ``torchdata.stateful_dataloader`` patches torch's RandomSampler and BatchSampler,
-so it must never share a process with a torch-against-minidataloader comparison. The child
-times the run itself; its start-up (importing torch) is not counted. In the tables the
-column headed "torch" is torchdata.
+``torch.utils.data`` stands for torchdata, which runs in a child process of its own, so
+that it never shares a process with a torch-against-minidataloader comparison (the
+project's rule, in case it changes torch's samplers; with torchdata 0.11 and torch 2.13,
+importing it was measured to leave every class of torch.utils.data unchanged). The child times the run itself; its start-up (importing torch) is not
+counted. In the tables the column headed "torch" is torchdata.
 
 To add them to the main benchmark: ``register(WORKLOADS)`` in ``workloads.py`` (then the
 committed full run must be redone, as for any new workload).

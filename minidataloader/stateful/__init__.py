@@ -15,8 +15,8 @@ Differences from torchdata 0.11's ``StatefulDataLoader`` (same names: ``state_di
 ``load_state_dict``, the ``Stateful`` protocol; ``snapshot_every_n_steps`` is accepted and
 ignored), and why:
 
-* Its batches are torch's. torchdata replaces torch's RandomSampler and BatchSampler (and
-  patches torch's own when imported), so with ``shuffle=True`` its epochs differ from
+* Its batches are torch's. torchdata's loader builds its own RandomSampler and
+  BatchSampler, which draw differently, so with ``shuffle=True`` its epochs differ from
   torch's for the same seed. Here the samplers are untouched: the built-in ones (ours and
   torch's) need no protocol, because their indices are replayed -- from the random states
   saved at the epoch's first pull -- which reads no data.

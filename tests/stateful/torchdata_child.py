@@ -1,7 +1,8 @@
-"""Run in its own process by test_torchdata.py (importing torchdata.stateful_dataloader
-patches torch's samplers, so it never shares a process with other comparisons): for each
-case, take some batches, save the state through torch.save, build everything afresh, load
-it, and take the rest of the epoch and one more epoch. Prints the batches as JSON."""
+"""Each case: take some batches, save the state through torch.save, build everything
+afresh, load it, take the rest of the epoch and one more epoch. test_torchdata.py plays
+the cases with our loader in its own process, and runs this module as a program to play
+them with torchdata's (importing torchdata.stateful_dataloader patches torch's samplers,
+so it never shares a process with other comparisons); it prints the batches as JSON."""
 
 import io
 import json
@@ -12,7 +13,6 @@ import warnings
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-import torch.utils.data as tud  # noqa: E402
 from stateful_scenarios import RangeStream, ResumableSampler  # noqa: E402
 
 
@@ -46,21 +46,12 @@ def play(loader_class, case) -> dict:
     return {"before": before, "after": after}
 
 
-def main(lib: str, cases: str) -> None:
-    warnings.simplefilter("ignore")
-    if lib == "torchdata":
-        from torchdata.stateful_dataloader import StatefulDataLoader
-    elif lib == "mini":
-        from minidataloader.stateful import StatefulDataLoader
-    else:
-        StatefulDataLoader = tud.DataLoader  # noqa: N806 - one epoch, no state
-    if lib == "torch":
-        results = [[batch.tolist() for batch in build(StatefulDataLoader, case)]
-                   for case in json.loads(cases)]
-    else:
-        results = [play(StatefulDataLoader, case) for case in json.loads(cases)]
-    print(json.dumps(results))
+def main(cases: str) -> None:
+    warnings.simplefilter("ignore")  # torchdata's deprecation warnings on torch 2.13
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    print(json.dumps([play(StatefulDataLoader, case) for case in json.loads(cases)]))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # spawned workers import this module: they must not run it
     main(*sys.argv[1:])
