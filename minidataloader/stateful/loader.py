@@ -186,6 +186,7 @@ class StatefulDataLoader(DataLoader[T_co]):
         self._restoring = None  # the state the iterator being built restores
         self._live = None  # weak reference to the current iterator (if it does not persist)
         self._epoch_rng = None  # see _new_base_seed
+        self._epochs = 0  # iter() calls, a resumed epoch counted once
 
     # --- hooks of the core -------------------------------------------------------------
 
@@ -212,8 +213,9 @@ class StatefulDataLoader(DataLoader[T_co]):
     def __iter__(self):
         resume = self._resume
         if resume is not None and resume["epoch"] is not None:
-            self._epochs_started = resume["epochs_started"] - 1  # the epoch resumed
+            self._epochs = resume["epochs_started"] - 1  # the epoch resumed: not a new one
         iterator = super().__iter__()
+        self._epochs += 1
         if not self.persistent_workers:
             self._live = weakref.ref(iterator)
         return iterator
@@ -252,7 +254,7 @@ class StatefulDataLoader(DataLoader[T_co]):
         state = {
             "format": FORMAT, "version": VERSION,
             "loader": fingerprint(self, self._chain),
-            "epochs_started": self._epochs_started,
+            "epochs_started": self._epochs,
             "generators": [generator_state(g) for g in self._generators()],
             "sampler_epochs": [sampler.epoch for sampler in self._distributed()],
             "sampler": (copy.deepcopy(self._chain_target().state_dict())
@@ -286,7 +288,7 @@ class StatefulDataLoader(DataLoader[T_co]):
             self._chain_target().load_state_dict(state_dict["sampler"])
         if state_dict["dataset"] is not None:
             self.dataset.load_state_dict(state_dict["dataset"])
-        self._epochs_started = state_dict["epochs_started"]
+        self._epochs = state_dict["epochs_started"]
         resumes = state_dict["epoch"] is not None or state_dict["workers"] is not None
         self._resume = state_dict if resumes else None
 
