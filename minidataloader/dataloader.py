@@ -601,6 +601,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     # The pin thread goes first because it reads the result queue; the drain reads it now.
     # A batch never received would keep its shared memory (see _WorkerGroup._drain).
 
+    _keepers: dict = {}  # worker id -> its keeper: none here (NOTE [ The keeper hook ])
+
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
@@ -618,7 +620,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._dataset_kind, self._dataset, index_queue, group.result_queue,
                 group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
                 self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
-                _tracing.worker_sink(), self._worker_keeper(worker_id)))
+                _tracing.worker_sink(), self._keepers.get(worker_id)))
             try:
                 worker.start()
             except (TypeError, AttributeError, pickle.PicklingError) as error:
@@ -668,11 +670,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 resumed += isinstance(idx, _ResumeIteration)
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
-
-    def _worker_keeper(self, worker_id: int):
-        """What worker ``worker_id`` gets as its ``keeper`` (see worker.py): None here; the
-        stateful loader (minidataloader.stateful) hands each worker one."""
-        return None
 
     def _try_get_data(self, timeout: float = _STATUS_CHECK_INTERVAL):
         """(True, message) from the data queue, or (False, None) after ``timeout`` seconds;

@@ -155,10 +155,10 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
                  collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers,
                  trace_folder, keeper=None) -> None:
     # NOTE [ The keeper hook ]
-    # A stateful loader (minidataloader.stateful) passes a keeper: it makes the fetchers
-    # (restoring a saved position first) and wraps every result with the worker's state
-    # after it. Without one, this loop is exactly torch's.
-    make_fetcher = _DatasetKind.create_fetcher if keeper is None else keeper.make_fetcher
+    # A stateful loader (minidataloader.stateful) gives each worker a keeper (the
+    # iterator's _keepers): it creates the fetchers, restoring a saved position first, and
+    # wraps every result with the worker's state after it. Without one, this loop is
+    # exactly torch's.
     _tracing.attach_worker(trace_folder)
     parent = os.getppid()
     try:
@@ -183,7 +183,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = make_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+            fetcher = (keeper or _DatasetKind).create_fetcher(
+                dataset_kind, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_error = _ExceptionWrapper(where)
 
@@ -200,8 +201,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             if isinstance(task, _ResumeIteration):
                 data_queue.put((task, None))  # acknowledge: everything before it is sent
                 stream_ended = False
-                fetcher = make_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
-                                       drop_last)
+                fetcher = (keeper or _DatasetKind).create_fetcher(
+                    dataset_kind, dataset, auto_collation, collate_fn, drop_last)
                 if _tracing.enabled:
                     _tracing.emit("resume", worker=worker_id)
                 continue

@@ -535,18 +535,15 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
         self._fast_forward = loader.fast_forward
         self._placeholder = (next(iter(loader._index_sampler))
                              if loader._dataset_kind == _DatasetKind.Iterable else None)
-        self._records = workers is not None
+        records = ([{"state": state, "base": base} for state, base in zip(self._committed,
+                                                                          self._base)]
+                   if workers else [None] * n)  # None: a worker that starts afresh
+        self._keepers = {worker_id: _Keeper(worker_id, records[worker_id], self._placeholder)
+                         for worker_id in range(n)}  # see NOTE [ The keeper hook ]
         self._begin_stream(loader, restore)
         super().__init__(loader)  # starts the workers, dispatches the first batches
-        self._records = False
         if restore is not None and restore["epoch"] is not None:
             self._num_yielded = restore["epoch"]["yielded"]
-
-    def _worker_keeper(self, worker_id: int) -> _Keeper:
-        record = None
-        if self._records:
-            record = {"state": self._committed[worker_id], "base": self._base[worker_id]}
-        return _Keeper(worker_id, record, self._placeholder)
 
     def _reset(self, loader, first_iter: bool = False) -> None:
         if not first_iter:  # persistent workers, a new epoch

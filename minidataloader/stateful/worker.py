@@ -4,7 +4,7 @@ worker's saved position when it starts, and reports the worker's state with ever
 The core worker loop (minidataloader/worker.py) calls the keeper at two points -- see
 NOTE [ The keeper hook ] there:
 
-    fetcher = keeper.make_fetcher(...)          at start-up, and at each new epoch
+    fetcher = keeper.create_fetcher(...)        at start-up, and at each new epoch
     data_queue.put((i, keeper.report(data)))    every result: a batch, an error, or the
                                                 end of an IterableDataset's stream
 """
@@ -66,7 +66,8 @@ class _Keeper:
         self.dataset = self.fetcher = self.last_rng = None
         self.count = 0
 
-    def make_fetcher(self, kind, dataset, auto_collation, collate_fn, drop_last):
+    def create_fetcher(self, kind, dataset, auto_collation, collate_fn, drop_last):
+        """Like ``_DatasetKind.create_fetcher``; the first time, restores the saved state."""
         def create():
             return _DatasetKind.create_fetcher(kind, dataset, auto_collation, collate_fn,
                                                drop_last)
