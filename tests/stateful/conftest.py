@@ -12,7 +12,6 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "multiprocess"))  # mp_procs.py
 
 
 def pytest_collection_modifyitems(items):

@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import numpy as np
+import psutil
 import pytest
 import torch
 import torch.utils.data as tud
-from mp_procs import children
 from stateful_compare import check_resumed
 from stateful_scenarios import (
     StatefulStream,
@@ -67,9 +67,10 @@ def test_the_checksum_ignores_containers_kinds_but_not_contents():
 
 def test_state_dict_before_iter_starts_no_worker_and_draws_nothing():
     loader = StatefulDataLoader(list(range(10)), batch_size=2, shuffle=True, num_workers=2)
-    before, processes = torch.get_rng_state(), set(children())
+    before, processes = torch.get_rng_state(), set(psutil.Process().children())
     state = loader.state_dict()
-    assert set(children()) <= processes and torch.equal(torch.get_rng_state(), before)
+    assert set(psutil.Process().children()) <= processes
+    assert torch.equal(torch.get_rng_state(), before)
     assert state["epoch"] is None and state["epochs_started"] == 0
 
 
