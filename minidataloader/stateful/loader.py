@@ -204,7 +204,8 @@ class StatefulDataLoader(DataLoader[T_co]):
         if self._restoring is not None and self._restoring["base_seed"] is not None:
             return self._restoring["base_seed"]  # resuming: drawn long ago, not again
         seed = super()._new_base_seed()
-        if self.fast_forward and self.num_workers == 0 and self._dataset_kind == 1:
+        if (self.fast_forward and self.num_workers == 0
+                and self._dataset_kind == _DatasetKind.Iterable):
             # A fast-forward without workers re-reads the stream from the random states the
             # epoch's iter(dataset) saw: these.
             self._epoch_rng = rng_states()

@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ..fetch import _DatasetKind
+
 FORMAT = "minidataloader.StatefulDataLoader"
 VERSION = 1
 # Every state has these keys; a state lacking one was cut short (or is not ours).
@@ -143,7 +145,7 @@ def _feed_bytes(digest, tag: bytes, data: bytes) -> None:
 def fingerprint(loader, chain: list) -> dict:
     """What determines the batches of an epoch, besides the random states: a state made by
     a loader with another fingerprint would resume with batches of neither run."""
-    iterable = loader._dataset_kind == 1
+    iterable = loader._dataset_kind == _DatasetKind.Iterable
     batch_size = loader.batch_size if loader.batch_size is not None else getattr(
         loader.batch_sampler, "batch_size", None)
     found = {
@@ -171,7 +173,7 @@ def describe(sampler) -> str:
                 if isinstance(getattr(type(sampler), name, None), property)
                 or name in getattr(sampler, "__dict__", {})]
     length = _length(sampler)
-    if length is not None and not isinstance(sampler, (list, tuple, range)):
+    if length is not None:
         settings.append(f"len={length}")
     return f"{type(sampler).__name__}({', '.join(settings)})"
 
