@@ -218,6 +218,11 @@ class DataLoader(Generic[T_co]):
             return self._iterator
         return self._get_iterator()
 
+    def _new_base_seed(self) -> int:
+        """One number from the loader's generator (or the global RNG): see NOTE [ The base
+        seed ]. (A stateful loader resuming an epoch returns the saved one, drawing nothing.)"""
+        return torch.empty((), dtype=torch.int64).random_(generator=self.generator).item()
+
     def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
@@ -290,8 +295,7 @@ class _BaseDataLoaderIter:
         #   iter(loader)    iter(batch_sampler)   nothing yet (samplers are generators)
         #                   base seed             draw 1
         #   first next()    RandomSampler seed    draw 2 (only without a generator)
-        self._base_seed = (torch.empty((), dtype=torch.int64)
-                           .random_(generator=loader.generator).item())
+        self._base_seed = loader._new_base_seed()
         self._persistent_workers = loader.persistent_workers
         self._num_yielded = 0
 
@@ -438,6 +442,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     # The pin thread goes first because it reads the result queue; the drain reads it now.
     # A batch never received would keep its shared memory (see _WorkerGroup._drain).
 
+    _keepers: dict = {}  # worker id -> its keeper: none here (NOTE [ The keeper hook ])
+
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
@@ -455,7 +461,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._dataset_kind, self._dataset, index_queue, group.result_queue,
                 group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
                 self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
-                _tracing.worker_folder())), index_queue)
+                _tracing.worker_folder(), self._keepers.get(worker_id))), index_queue)
         if self._pin_memory:
             self._data_queue = queue.Queue()
             group.pin_done_event = threading.Event()

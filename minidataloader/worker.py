@@ -195,7 +195,12 @@ def _generate_state(base_seed: int, worker_id: int) -> list[int]:
 
 def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
                  auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id,
-                 num_workers, trace_folder) -> None:
+                 num_workers, trace_folder, keeper=None) -> None:
+    # NOTE [ The keeper hook ]
+    # A stateful loader (minidataloader.stateful) gives each worker a keeper (the
+    # iterator's _keepers): it creates the fetchers, restoring a saved position first, and
+    # wraps every result with the worker's state after it. Without one, this loop is
+    # exactly torch's.
     _tracing.attach_worker(trace_folder)
     parent = os.getppid()
     try:
@@ -219,8 +224,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
-                                                  collate_fn, drop_last)
+            fetcher = (keeper or _DatasetKind).create_fetcher(
+                dataset_kind, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_error = _ExceptionWrapper(where)
 
@@ -237,8 +242,8 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
             if isinstance(task, _ResumeIteration):
                 result_queue.put((task, None))  # acknowledge: everything before it is sent
                 stream_ended = False
-                fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
-                                                      collate_fn, drop_last)
+                fetcher = (keeper or _DatasetKind).create_fetcher(
+                    dataset_kind, dataset, auto_collation, collate_fn, drop_last)
                 _tracing.emit("resume", worker=worker_id)
                 continue
             if task is None:
@@ -261,7 +266,7 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
             _tracing.emit("fetch_end", batch=idx, worker=worker_id)
             # result_put comes before put(): the main process may receive it at once
             _tracing.emit("result_put", batch=idx, worker=worker_id)
-            result_queue.put((idx, data))
+            result_queue.put((idx, data if keeper is None else keeper.report(data)))
             del data, idx, index, task  # keep no batch alive while waiting for the next task
     except KeyboardInterrupt:
         pass  # Ctrl-C reached the whole process group: the main process handles it
