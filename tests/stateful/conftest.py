@@ -1,17 +1,15 @@
 """Tests of minidataloader.stateful: every test here has a time limit (a hang fails), and
-the scenarios of stateful_scenarios.py are importable (the restart subprocess imports them)."""
+the scenarios (tests/support/stateful_scenarios.py) are importable by the restart subprocess and by spawned workers."""
 
 from __future__ import annotations
 
 import gc
 import pathlib
-import sys
 import warnings
 
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
 
 def pytest_collection_modifyitems(items):

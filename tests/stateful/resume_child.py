@@ -7,9 +7,7 @@ import pickle
 import sys
 import warnings
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from stateful_scenarios import run  # noqa: E402
+from tests.support.stateful_scenarios import run
 
 
 def main(inputs: str, outputs: str) -> None:

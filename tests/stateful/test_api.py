@@ -14,15 +14,6 @@ import psutil
 import pytest
 import torch
 import torch.utils.data as tud
-from stateful_compare import check_resumed
-from stateful_scenarios import (
-    StatefulStream,
-    make_loader,
-    plain,
-    run,
-    seed_everything,
-    through_a_file,
-)
 
 import minidataloader as mdl
 from minidataloader import _tracing
@@ -35,6 +26,15 @@ from minidataloader.stateful import (
 )
 from minidataloader.stateful import worker as stateful_worker
 from minidataloader.stateful.state import checksum
+from tests.support.stateful_compare import check_resumed
+from tests.support.stateful_scenarios import (
+    StatefulStream,
+    make_loader,
+    plain,
+    run,
+    seed_everything,
+    through_a_file,
+)
 
 
 def test_import_minidataloader_does_not_import_the_extra():

@@ -7,11 +7,11 @@ import copy
 import pytest
 import torch
 import torch.utils.data as tud
-from stateful_scenarios import PlainStream, ResumableSampler, through_a_file
 
 import minidataloader as mdl
 from minidataloader.stateful import StateDictError, StatefulDataLoader
 from minidataloader.stateful.state import checksum
+from tests.support.stateful_scenarios import PlainStream, ResumableSampler, through_a_file
 
 
 def state_after(loader, k: int) -> dict:

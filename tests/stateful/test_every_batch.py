@@ -4,8 +4,9 @@ hard cases: workers whose streams end at different times, persistent workers acr
 epochs, a fast-forward, in_order=False, a Stateful sampler, random draws in workers."""
 
 import pytest
-from stateful_compare import check_like_torch, check_resumed
-from stateful_scenarios import run
+
+from tests.support.stateful_compare import check_like_torch, check_resumed
+from tests.support.stateful_scenarios import run
 
 BASE = {"mode": "batch_size", "batch_size": 3, "drop_last": False, "shuffle": False,
         "sampler": None, "generators": "none", "torch_samplers": False, "num_workers": 0,

@@ -14,8 +14,9 @@ this process (test_restart.py restarts processes for real)."""
 import collections
 
 import pytest
-from stateful_compare import check_like_torch, check_resumed
-from stateful_scenarios import GRID, checkpoint_batch, run
+
+from tests.support.stateful_compare import check_like_torch, check_resumed
+from tests.support.stateful_scenarios import GRID, checkpoint_batch, run
 
 
 def test_the_grid_covers_what_it_claims():

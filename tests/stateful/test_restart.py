@@ -8,10 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from stateful_compare import check_resumed
-from stateful_scenarios import GRID, run
 
-CHILD = pathlib.Path(__file__).resolve().parent / "resume_child.py"
+from tests.support.stateful_compare import check_resumed
+from tests.support.stateful_scenarios import GRID, run
+
+CHILD = ["-m", "tests.stateful.resume_child"]  # run from the repository root, where tests is a package
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE = GRID[::10]  # 24 configurations
 GROUPS = 2
 
@@ -24,8 +26,8 @@ def test_resuming_in_a_new_process_continues_the_run(group, tmp_path):
     checkpoints = [next(iter(whole["checkpoints"].values())) for whole in wholes]
     inputs, outputs = tmp_path / "checkpoints.pickle", tmp_path / "resumed.pickle"
     inputs.write_bytes(pickle.dumps(list(zip(configs, checkpoints))))
-    child = subprocess.run([sys.executable, str(CHILD), str(inputs), str(outputs)],
-                           capture_output=True, text=True, timeout=200)
+    child = subprocess.run([sys.executable, *CHILD, str(inputs), str(outputs)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=200)
     assert child.returncode == 0, child.stderr[-3000:]
     resumed = pickle.loads(outputs.read_bytes())
     assert len(resumed) == len(configs) >= 12

@@ -14,14 +14,15 @@ import sys
 import pytest
 import torch
 import torch.utils.data as tud
-from torchdata_child import build, play
 
 from minidataloader.stateful import StatefulDataLoader
+from tests.stateful.torchdata_child import build, play
 
 # Never imported here (it runs in a child process): only looked for.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchdata") is None,
                                 reason="torchdata is pinned in requirements.txt")
-CHILD = pathlib.Path(__file__).resolve().parent / "torchdata_child.py"
+CHILD = ["-m", "tests.stateful.torchdata_child"]  # run from the repository root, where tests is a package
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CASES = [{"scenario": scenario, "n": n, "num_workers": workers, "k": k}
          for scenario, n in (("sequential", 20), ("stateful_stream", 17),
                              ("stateful_sampler", 13))
@@ -31,8 +32,8 @@ SHUFFLED = {"scenario": "shuffled", "n": 20, "num_workers": 2, "k": 7}
 
 @pytest.mark.timeout(200)
 def test_same_remaining_batches_as_torchdata_where_the_semantics_coincide():
-    child = subprocess.run([sys.executable, str(CHILD), json.dumps([*CASES, SHUFFLED])],
-                           capture_output=True, text=True, timeout=180)
+    child = subprocess.run([sys.executable, *CHILD, json.dumps([*CASES, SHUFFLED])],
+                           cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert child.returncode == 0, child.stderr[-3000:]
     *theirs, their_shuffled = json.loads(child.stdout)
     for case, a in zip(CASES, theirs):

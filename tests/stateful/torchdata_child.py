@@ -6,14 +6,12 @@ so it never shares a process with other comparisons); it prints the batches as J
 
 import io
 import json
-import pathlib
 import sys
 import warnings
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-from stateful_scenarios import RangeStream, ResumableSampler  # noqa: E402
+from tests.support.stateful_scenarios import RangeStream, ResumableSampler
 
 
 def build(loader_class, case):
