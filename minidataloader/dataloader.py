@@ -535,9 +535,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 return data
             if deadline is not None and time.monotonic() >= deadline:
                 raise RuntimeError(
-                    f"DataLoader timed out: no batch arrived within timeout={self._timeout} "
-                    "seconds, though every worker is alive. A sample may be slow to load or "
-                    "stuck (a network read, a lock); raise timeout, or find the slow sample.")
+                    f"DataLoader timed out: no batch within timeout={self._timeout} s, though "
+                    "every worker is alive: a sample is slow or stuck (a network read, a lock), or "
+                    "workers are still starting (spawn imports torch in each): raise timeout.")
         self._raise_if_a_worker_died()  # a worker dying as it sent a batch kills the thread
         raise RuntimeError("the DataLoader's pin-memory thread exited unexpectedly")
 

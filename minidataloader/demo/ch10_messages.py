@@ -91,8 +91,8 @@ MESSAGES = [
             "ch10-odd-exceptions"),
     Message("timeout", "no batch within `timeout` seconds", "timeout",
             "RuntimeError: DataLoader timed out after {seconds} seconds",
-            "RuntimeError: DataLoader timed out: no batch arrived within timeout={seconds} "
-            "seconds{rest}",
+            "RuntimeError: DataLoader timed out: no batch within timeout={seconds} s, though "
+            "every worker is alive{rest}",
             "ch10-timeout"),
     Message("SIGKILL", "a worker killed by SIGKILL (out of memory)", "killed",
             "RuntimeError: DataLoader worker (pid {pid}) is killed by signal: Killed. " + _DIED
