@@ -282,10 +282,14 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         # NOTE [ The base seed ]
         # Every new iterator takes one number from loader.generator (or the global RNG),
-        # workers or not: workers derive their seeds from it, and drawing it always keeps
-        # the random numbers the script draws afterwards independent of num_workers. The
-        # draw comes after iter(sampler) and before the first index, which matters when
-        # both share an RNG:
+        # workers or not, as torch does: workers derive their seeds from it. torch says
+        # nothing about why it draws without workers. What the draw gives: when neither
+        # the dataset nor collate_fn draws from the global RNG, the script's later draws
+        # do not depend on num_workers. When they do draw, they draw from the main
+        # process's RNG without workers and from the workers' with them, and the script's
+        # draws part ways anyway. Persistent workers keep one iterator, which draws once:
+        # _reset does not draw. The draw comes after iter(sampler) and before the first
+        # index, which matters when both share an RNG:
         #
         #   iter(loader)    iter(batch_sampler)   nothing yet (samplers are generators)
         #                   base seed             draw 1
