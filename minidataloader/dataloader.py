@@ -243,7 +243,9 @@ class DataLoader(Generic[T_co]):
         # dropped ones), and a dataset that does not split itself per worker yields
         # everything num_workers times. The loader remembers the len() it read and warns
         # when an epoch goes past it -- though, as torch does, it compares batches yielded
-        # with len(dataset) in samples, so with batch_size > 1 the warning comes late.
+        # with len(dataset) in samples, so with batch_size > 1 the warning comes late. And
+        # an iterator copies the length when it is made (and at _reset), as torch's does:
+        # a len() called after iter(loader) is not seen until the next epoch.
         length = self._IterableDataset_len_called = len(self.dataset)
         if self.batch_size is not None:
             length = length // self.batch_size if self.drop_last else math.ceil(
