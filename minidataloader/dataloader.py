@@ -443,6 +443,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     #
     # The pin thread goes first because it reads the result queue; the drain reads it now.
     # A batch never received would keep its shared memory (see _WorkerGroup._drain).
+    # torch's shutdown differs in three places: it joins the pin thread without a time
+    # limit, never reads the result queue (its workers abandon what they have not sent,
+    # with cancel_join_thread), and its workers wait for their None however long it takes.
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
