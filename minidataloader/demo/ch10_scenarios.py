@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 from .ch10_failing import KilledAtFirstSample, ManyTensors, send_tensors
@@ -145,10 +148,6 @@ def notice_a_death(*start_methods: str) -> None:
     loader with one worker, which is killed at its first sample. Prints one JSON object:
     ``{method: {library: {"seconds": until the error, "child": whether the worker was a
     child of this process, "group": whether it was in this process's group}}}``."""
-    import multiprocessing
-    import os
-    import tempfile
-
     report = {}
     for method in start_methods or multiprocessing.get_all_start_methods():
         report[method] = {}
