@@ -248,7 +248,9 @@ class DataLoader(Generic[T_co]):
         # dropped ones), and a dataset that does not split itself per worker yields
         # everything num_workers times. The loader remembers the len() it read and warns
         # when an epoch goes past it -- though, as torch does, it compares batches yielded
-        # with len(dataset) in samples, so with batch_size > 1 the warning comes late.
+        # with len(dataset) in samples, so with batch_size > 1 the warning comes late. And
+        # an iterator copies the length when it is made (and at _reset), as torch's does:
+        # a len() called after iter(loader) is not seen until the next epoch.
         length = self._IterableDataset_len_called = len(self.dataset)
         if self.batch_size is not None:
             length = length // self.batch_size if self.drop_last else math.ceil(
@@ -287,10 +289,14 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         # NOTE [ The base seed ]
         # Every new iterator takes one number from loader.generator (or the global RNG),
-        # workers or not: workers derive their seeds from it, and drawing it always keeps
-        # the random numbers the script draws afterwards independent of num_workers. The
-        # draw comes after iter(sampler) and before the first index, which matters when
-        # both share an RNG:
+        # workers or not, as torch does: workers derive their seeds from it. torch says
+        # nothing about why it draws without workers. What the draw gives: when neither
+        # the dataset nor collate_fn draws from the global RNG, the script's later draws
+        # do not depend on num_workers. When they do draw, they draw from the main
+        # process's RNG without workers and from the workers' with them, and the script's
+        # draws part ways anyway. Persistent workers keep one iterator, which draws once:
+        # _reset does not draw. The draw comes after iter(sampler) and before the first
+        # index, which matters when both share an RNG:
         #
         #   iter(loader)    iter(batch_sampler)   nothing yet (samplers are generators)
         #                   base seed             draw 1
@@ -441,6 +447,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     #
     # The pin thread goes first because it reads the result queue; the drain reads it now.
     # A batch never received would keep its shared memory (see _WorkerGroup._drain).
+    # torch's shutdown differs in three places: it joins the pin thread without a time
+    # limit, never reads the result queue (its workers abandon what they have not sent,
+    # with cancel_join_thread), and its workers wait for their None however long it takes.
 
     _keepers: dict = {}  # worker id -> its keeper: none here (NOTE [ The keeper hook ])
 

@@ -28,6 +28,8 @@ Chapters' experiments:
 - :mod:`~minidataloader.demo.ch07_randomness`: augmentations and the generators they draw from;
 - :mod:`~minidataloader.demo.ch08_epochs`: what persistent workers keep between epochs;
 - :mod:`~minidataloader.demo.ch08_pool`: a toy worker pool with threads;
+- :mod:`~minidataloader.demo.ch09_prefetcher`: copying the next batch to the GPU on a side
+  stream (a pass-through elsewhere);
 - :mod:`~minidataloader.demo.ch10_failing`: datasets and worker functions that fail;
 - :mod:`~minidataloader.demo.ch10_scenarios`: failures that need a process of their own;
 - :mod:`~minidataloader.demo.ch10_messages`: the failure messages, explained;

@@ -18,7 +18,9 @@ params mean identical random streams.
 - :class:`PerSampleDigits`: numbers that depend on the sample and the epoch only, not on
   which worker drew them;
 - :class:`NumberStream`: an IterableDataset of ``0 .. n-1`` with a ``__len__``, split
-  among the workers in one of the ways the epoch explorer draws.
+  among the workers in one of the ways the epoch explorer draws;
+- :func:`first_numpy_draw`: what a new process draws first from numpy's global generator,
+  the question of numpy's duplicates before torch 1.9.
 """
 
 from __future__ import annotations
@@ -198,3 +200,10 @@ class NumberStream(torch.utils.data.IterableDataset):
         if info is None:
             return iter(range(self.n))
         return iter(worker_shard(self.n, info.id, info.num_workers, self.sharding))
+
+
+def first_numpy_draw(results) -> None:
+    """Put this process's first draw from numpy's global generator on ``results`` (a
+    multiprocessing queue): a forked process inherits its parent's state, a spawned one
+    imports numpy afresh, which seeds itself from the operating system."""
+    results.put(float(np.random.rand()))

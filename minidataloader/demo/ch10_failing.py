@@ -8,6 +8,8 @@ covers exceptions, ``os._exit``, SIGKILL, segfaults and hangs; this module adds:
   constructors take several arguments);
 - :class:`SharedMemoryFault`: a worker killed by SIGBUS, as when /dev/shm is full;
 - :class:`ManyTensors`: samples that hold many file descriptors once received;
+- :class:`KilledAtFirstSample`: a worker killed by SIGKILL, which writes down when, and
+  who its parent is, first (how long until the main process notices);
 - worker functions: :func:`fail_in_worker_init`, :func:`refuse_to_collate`,
   :func:`dump_stack_later`, :func:`put_and_exit`, :func:`send_tensors`.
 """
@@ -18,6 +20,7 @@ import faulthandler
 import json
 import mmap
 import os
+import signal
 import tempfile
 import time
 
@@ -46,6 +49,26 @@ class SlowSample(Dataset):
                 open(self.announce, "w").close()
             time.sleep(self.seconds)
         return {"index": i, "pid": os.getpid()}
+
+
+class KilledAtFirstSample(Dataset):
+    """``n`` samples (sample ``i`` is ``i``). The worker that fetches sample 0 writes the time
+    (``time.time()``), its parent's pid and its process group to the file ``stamp``, then is
+    killed by SIGKILL, as by the out-of-memory killer. The main process's error time minus
+    the stamp's is how long it took to notice."""
+
+    def __init__(self, stamp: str, n: int = 4):
+        self.stamp, self.n = stamp, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == 0 and any_worker_info() is not None:
+            with open(self.stamp, "w") as file:
+                file.write(f"{time.time()!r} {os.getppid()} {os.getpgid(0)}")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return i
 
 
 class JsonRecords(Dataset):

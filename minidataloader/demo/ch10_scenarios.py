@@ -1,5 +1,6 @@
 """Chapter 10's experiments that need a Python process of their own: a main process that
-is killed, Ctrl-C sent to a whole process group, an open-files limit lowered. Each scenario
+is killed, Ctrl-C sent to a whole process group, an open-files limit lowered, workers
+started with every start method. Each scenario
 runs as
 
     python -m minidataloader.demo.ch10_scenarios SCENARIO
@@ -12,14 +13,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
-from .ch10_failing import ManyTensors, send_tensors
+from .ch10_failing import KilledAtFirstSample, ManyTensors, send_tensors
 from .compare import error_text
-from .processes import children
+from .processes import children, running
 from .synthetic import SlowDataset
 
 
@@ -37,6 +41,40 @@ def _start_workers(name: str, dataset) -> tuple[object, list[int]]:
     batches = iter(library(name).DataLoader(dataset, batch_size=2, num_workers=2))
     next(batches)  # both workers are running now
     return batches, sorted(set(children()) - before)
+
+
+def persistent_epochs() -> tuple[dict, dict, dict]:
+    """For a Jupyter kernel (chapter 10, Ctrl-C): a long epoch of a loader of each library,
+    two persistent forked workers each, started. Returns the loaders, their iterators and
+    the workers' pids, by library."""
+    loaders, epochs, pids = {}, {}, {}
+    for name in LIBRARIES:
+        before = set(children())
+        loaders[name] = library(name).DataLoader(
+            SlowDataset(10**6, seconds=0.05), batch_size=2, num_workers=2,
+            persistent_workers=True, multiprocessing_context="fork")
+        epochs[name] = iter(loaders[name])
+        next(epochs[name])  # both workers are running now
+        pids[name] = sorted(set(children()) - before)
+    return loaders, epochs, pids
+
+
+def after_an_interrupt(loaders: dict, pids: dict) -> dict:
+    """What an interrupt left of :func:`persistent_epochs`: by library, the workers still
+    running, and what the next epoch gives (the loader's persistent iterator, reset), as a
+    notebook that runs its training cell again gets it."""
+    report = {}
+    for name, loader in loaders.items():
+        report[name] = {"running": [pid for pid in pids[name] if running(pid)]}
+        start = time.monotonic()
+        try:
+            for _ in loader:
+                break
+            report[name]["next epoch"] = "a batch"
+        except RuntimeError as error:
+            report[name]["next epoch"] = error_text(error)
+        report[name]["seconds"] = time.monotonic() - start
+    return report
 
 
 def wait_to_be_killed(seconds: float = 300) -> None:
@@ -105,10 +143,37 @@ def reach_the_open_files_limit(limit: int = 256) -> None:
     print(json.dumps(report), flush=True)
 
 
+def notice_a_death(*start_methods: str) -> None:
+    """For each start method (all of this platform's if none is given) and each library: a
+    loader with one worker, which is killed at its first sample. Prints one JSON object:
+    ``{method: {library: {"seconds": until the error, "child": whether the worker was a
+    child of this process, "group": whether it was in this process's group}}}``."""
+    report = {}
+    for method in start_methods or multiprocessing.get_all_start_methods():
+        report[method] = {}
+        for name in LIBRARIES:
+            with tempfile.TemporaryDirectory() as folder:
+                stamp = os.path.join(folder, "stamp")
+                loader = library(name).DataLoader(KilledAtFirstSample(stamp), num_workers=1,
+                                                  multiprocessing_context=method)
+                try:
+                    next(iter(loader))
+                    raise AssertionError(f"{name}, {method}: the worker survived")
+                except RuntimeError:
+                    noticed = time.time()
+                with open(stamp) as file:
+                    died, parent, group = file.read().split()
+            report[method][name] = {"seconds": noticed - float(died),
+                                    "child": int(parent) == os.getpid(),
+                                    "group": int(group) == os.getpgid(0)}
+    print(json.dumps(report), flush=True)
+
+
 SCENARIOS = {
     "wait_to_be_killed": wait_to_be_killed,
     "iterate_until_interrupted": iterate_until_interrupted,
     "reach_the_open_files_limit": reach_the_open_files_limit,
+    "notice_a_death": notice_a_death,
 }
 
 

@@ -11,7 +11,10 @@ Importable, so that worker processes started with spawn or forkserver find the t
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import random
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +90,31 @@ def draw_after(generator: torch.Generator | None = None) -> dict:
         drawn["torch.rand(generator=...)"] = torch.rand(
             3, generator=generator).tolist()
     return drawn
+
+
+@contextlib.contextmanager
+def seed_draws():
+    """Count, inside the block, the 64-bit seeds drawn in this process the way the loaders
+    draw them (``torch.empty((), dtype=torch.int64).random_(...)``), by who drew them: a
+    ``Counter`` of ``(function, class of its self)``, such as ``("__init__",
+    "_SingleProcessDataLoaderIter")`` for an iterator's base seed or ``("__iter__",
+    "RandomSampler")`` for the seed of a sampler without a generator. (Workers draw in
+    processes of their own, and are not counted.)"""
+    counts = collections.Counter()
+    original = torch.Tensor.random_
+
+    def counting(tensor, *args, **kwargs):
+        if tensor.dim() == 0 and tensor.dtype == torch.int64:
+            caller = sys._getframe(1)
+            owner = caller.f_locals.get("self")
+            counts[caller.f_code.co_name, type(owner).__name__] += 1
+        return original(tensor, *args, **kwargs)
+
+    torch.Tensor.random_ = counting
+    try:
+        yield counts
+    finally:
+        del torch.Tensor.random_  # torch's own method, inherited, again
 
 
 def accuracy(model: torch.nn.Module, loader, threshold: float | None = None) -> float:

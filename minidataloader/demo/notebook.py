@@ -7,9 +7,11 @@ shows the experiment, not the plumbing:
 - :func:`captured_stderr`: what processes write to file descriptor 2 inside a block (a
   worker's crash report), collected as lines;
 - :func:`side_by_side`: texts in columns, as an HTML table;
-- :func:`shorten`: paths in a traceback without this machine's folders.
+- :func:`shorten`: paths in a traceback without this machine's folders;
+- :class:`NestedKernel`: a second Jupyter kernel, started and interrupted the way JupyterLab
+  does it (jupyter_client), to run code in.
 
-IPython is imported by the functions that need it: importing this module does not.
+IPython and jupyter_client are imported by what needs them: importing this module does not.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import queue
 import re
 import signal
 import sys
 import tempfile
+import textwrap
+import time
 
 _SITE_PACKAGES = re.compile(r"/[^\s\"']*/site-packages/")
 _PYTHON_LIB = re.compile(r"/[^\s\"']*/lib/python3\.\d+/")
@@ -91,3 +96,61 @@ def captured_stderr(lines: list[str]):
             file.seek(0)
             text = file.read().decode("utf-8", "replace").replace("\x00", "")
             lines.extend(line for line in text.splitlines() if line.strip())
+
+
+class NestedKernel:
+    """A Jupyter kernel of its own, started by this process with jupyter_client, the library
+    JupyterLab and Notebook use to start, run and interrupt kernels. So ``interrupt()`` is
+    exactly what their "interrupt the kernel" button does."""
+
+    def __init__(self, kernel_name: str = "python3"):
+        from jupyter_client import KernelManager
+
+        self.manager = KernelManager(kernel_name=kernel_name)
+        self.manager.start_kernel()  # returns once the process runs; run() waits for it
+        self.client = None
+
+    @property
+    def pid(self) -> int:
+        return self.manager.provisioner.process.pid
+
+    def start(self, code: str) -> str:
+        """Send ``code`` to run; return the request's id, for :meth:`wait`."""
+        if self.client is None:
+            self.client = self.manager.client()
+            self.client.start_channels()
+            self.client.wait_for_ready(timeout=120)
+        return self.client.execute(textwrap.dedent(code))
+
+    def wait(self, request: str, timeout: float = 60) -> tuple[str, str | None]:
+        """Wait for request ``request`` to finish: what it printed, and the name of the
+        exception it ended with (None if none). TimeoutError after ``timeout`` seconds."""
+        printed, error = [], None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                raise TimeoutError(f"the kernel did not finish within {timeout} s") from None
+            if message["parent_header"].get("msg_id") != request:
+                continue
+            kind, content = message["msg_type"], message["content"]
+            if kind == "stream":
+                printed.append(content["text"])
+            elif kind == "error":
+                error = content["ename"]
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(printed), error
+
+    def run(self, code: str, timeout: float = 60) -> tuple[str, str | None]:
+        """Run ``code`` and wait for it: see :meth:`wait`."""
+        return self.wait(self.start(code), timeout)
+
+    def interrupt(self) -> None:
+        """What the "interrupt the kernel" button does."""
+        self.manager.interrupt_kernel()
+
+    def shutdown(self) -> None:
+        if self.client is not None:
+            self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
