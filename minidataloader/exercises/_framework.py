@@ -95,6 +95,10 @@ class Exercise:
                 every piece except the base classes ``Dataset``, ``IterableDataset`` and
                 ``Sampler`` is forbidden, in torch and in minidataloader.
     name        what ``check`` looks the exercise up by; default: the reference's name.
+    piece       for a piece of the learner's own loader: ``"<module>.<Name>"``, where it goes
+                in the learner's package (``notebooks/myloader/<module>.py``); see
+                ``exercises/learner``. Several chapters may ask for the same piece (each one
+                grows it); the latest one's reference is the finished piece.
     """
 
     reference: Any
@@ -107,6 +111,7 @@ class Exercise:
     allowed: tuple[str, ...] = BASE_CLASSES
     name: str = ""
     seed: int = 0
+    piece: str = ""
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):

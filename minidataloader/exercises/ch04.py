@@ -107,13 +107,14 @@ def _collate_cases() -> list[Case]:
 
 
 register(Exercise(
-    reference=solutions.my_default_collate,
+    reference=solutions.default_collate,
     cases=_collate_cases,
     run=lambda implementation, case: _as_lists(implementation(**case.inputs)),
     hint="look at batch[0] to decide what to do; containers call the function again on each "
          "field",
     forbidden=COLLATE_ITSELF,
     time_limit=3.0,
+    piece="collate.default_collate",
 ))
 
 
@@ -150,11 +151,12 @@ def _convert_cases() -> list[Case]:
 
 
 register(Exercise(
-    reference=solutions.my_default_convert,
+    reference=solutions.default_convert,
     cases=_convert_cases,
     hint="only numpy values change (into tensors); containers are rebuilt around converted "
          "items, tuples as lists",
     time_limit=2.0,
+    piece="collate.default_convert",
 ))
 
 
