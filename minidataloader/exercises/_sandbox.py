@@ -233,6 +233,14 @@ class _Tripwire:
     def __getattr__(self, name):
         return getattr(self._original, name)
 
+    def __getattribute__(self, name):
+        # torch's Subset.__init__ compares type(self).__getitem__ with Subset.__getitem__:
+        # that must be Subset's own method, not ours. (Subscripting, Dataset[int], finds
+        # __getitem__ on the type and still works.)
+        if name == "__getitem__":
+            return getattr(object.__getattribute__(self, "_original"), name)
+        return object.__getattribute__(self, name)
+
     def __getitem__(self, item):  # Dataset[int] and other generic aliases
         return self._original[item]
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKBOOK_TAGS = ("workbook", "remove-cell", "skip-execution")
-_EXERCISE = re.compile(r"^````\{exercise\}[ \t]*(?P<title>.*)\n(?P<body>.*?)^````[ \t]*$",
+_EXERCISE = re.compile(r"^````\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^````[ \t]*$",
                        re.MULTILINE | re.DOTALL)
 _HINT = re.compile(r"^```\{(?:admonition\}[ \t]*(?P<title>[^\n]*)|hint\}[ \t]*)\n"
                    r"(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^```[ \t]*$",
@@ -82,18 +82,19 @@ def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
         if match:
             options[match.group(1)] = match.group(2)
     rest = "\n".join(lines)
-    hints = []
+    hints, kept, last = [], [], 0
     for match in _HINT.finditer(rest):
-        hint_options = dict(_OPTION.findall(match.group("options")))
-        is_hint = match.group("title") is None or "hint" in hint_options.get("class", "").split()
-        if not is_hint:
-            continue
-        if "dropdown" not in hint_options.get("class", "").split():
-            raise ChapterError(f"{where}: a hint must be collapsed: give it `:class: dropdown hint`")
+        classes = dict(_OPTION.findall(match.group("options"))).get("class", "").split()
+        if match.group("title") is not None and "hint" not in classes:
+            continue  # another admonition: part of the statement
+        if "dropdown" not in classes:
+            raise ChapterError(f"{where}: a hint is collapsed until the reader opens it: give "
+                               f"it `:class: dropdown hint`")
         hints.append(Hint(match.group("title") or "Hint", match.group("body").strip()))
-    statement = _HINT.sub(lambda m: "" if m.group("title") is None or "hint" in dict(
-        _OPTION.findall(m.group("options"))).get("class", "").split() else m.group(0), rest)
-    statement = re.sub(r"\n{3,}", "\n\n", statement).strip()
+        kept.append(rest[last:match.start()])
+        last = match.end()
+    kept.append(rest[last:])
+    statement = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
     for text in [statement] + [hint.body for hint in hints]:
         myst = _MYST_ONLY.search(text)
         if myst:
@@ -136,7 +137,7 @@ def _tags(cell) -> list[str]:
 
 def _check_workbook_only(cell, where: str) -> None:
     tags = _tags(cell)
-    if "remove-cell" in tags:
+    if "workbook" in tags and "remove-cell" in tags:
         needed = WORKBOOK_TAGS if cell.cell_type == "code" else WORKBOOK_TAGS[:2]
         missing = [t for t in needed if t not in tags]
         if missing:
@@ -218,7 +219,7 @@ def piece_exercise(piece: str, chapter: str, where: str):
     return here[0], earlier
 
 
-def _stub_cells(cell, chapter: str, where: str) -> list:
+def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
     """The stub cell as the workbook gets it, and its check cell."""
     from ._framework import exercises
 
@@ -245,6 +246,9 @@ def _stub_cells(cell, chapter: str, where: str) -> list:
         metadata = {}
     if "raise NotImplementedError" not in source and not source.startswith("%piece "):
         raise ChapterError(f"{where}: a stub raises NotImplementedError")
+    if not re.search(rf"`{re.escape(name)}\b", statement):
+        raise ChapterError(f"{where}: the stub of {name!r} follows an exercise whose statement "
+                           f"does not name it: is it under the right exercise?")
     metadata["solution"] = f"{chapter}.{exercise.reference.__name__}"
     stub = _code(source, tags=["exercise"], minidataloader=metadata)
     called = "" if exercise.name == name else f", name={exercise.name!r}"
@@ -333,7 +337,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
                                f"cells; it needs exactly one (a workbook cell tagged 'exercise')")
         for where, cell in section.cells:
             if "exercise" in _tags(cell):
-                cells += _stub_cells(cell, tag, where)
+                cells += _stub_cells(cell, tag, where, exercise.statement)
             else:
                 cells.append(_workbook_copy(cell))
     for index, cell in enumerate(cells):
