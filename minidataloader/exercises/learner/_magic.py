@@ -99,6 +99,9 @@ class PieceMagics(Magics):
         path = self.package / f"{module}.py"
         try:
             outcome = write_piece(self.package, piece, cell, force=force)
+        except KeyError as error:  # no such file or piece: the message says which there are
+            _say(f"Not saved: {error.args[0]}")
+            return
         except PieceConflict as conflict:
             diff = "\n".join(difflib.unified_diff(
                 conflict.current.splitlines(), cell.strip("\n").splitlines(),
