@@ -224,7 +224,7 @@ def _use_map_fetcher(implementation, case: Case) -> dict:
     fetcher = implementation(dataset, spec["auto_collation"], to_tensor, spec["drop_last"])
     seen = {"samples read before the first fetch": list(dataset.reads), "fetched": []}
     for index in spec["indices"]:
-        seen["fetched"].append(fetcher.fetch(index))
+        seen["fetched"].append(fetcher.fetch(list(index) if isinstance(index, tuple) else index))
     seen["samples read"] = list(dataset.reads)
     if spec["batched"]:
         seen["calls of __getitems__"] = dataset.batched_reads
@@ -235,7 +235,9 @@ def _map_fetcher_cases() -> list[Case]:
     def case(indices, auto_collation=True, batched=False, drop_last=False, hint=""):
         kind = "a dataset of 10 squares with __getitems__" if batched else \
             "a dataset of 10 squares"
-        return Case({"size": 10, "indices": indices, "auto_collation": auto_collation,
+        return Case({"size": 10, "indices": tuple(tuple(i) if isinstance(i, list) else i
+                                                  for i in indices),
+                     "auto_collation": auto_collation,
                      "batched": batched, "drop_last": drop_last},
                     description=f"{kind}, auto_collation={auto_collation}, "
                                 f"drop_last={drop_last}, collate_fn=torch.tensor; fetch "
@@ -361,7 +363,7 @@ def _describe(kind: str, size: int, arguments: dict) -> str:
     return f"{names[kind].format(size)}, {given or 'no other argument'}"
 
 
-def _loader_arguments(arguments: dict) -> dict:
+def _loader_arguments(arguments) -> dict:
     arguments = dict(arguments)
     if "generator" in arguments:
         arguments["generator"] = torch.Generator().manual_seed(arguments["generator"])
@@ -383,6 +385,7 @@ def _use_iterator(implementation, case: Case) -> dict:
     """The iterator of one epoch, made from a finished loader (the reference DataLoader):
     what it reads when, what it draws from the random number generators, what it gives."""
     kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    arguments = dict(arguments)
     dataset = _dataset(kind, size)
     torch.manual_seed(0)
     loader = solutions.DataLoader(dataset, **_loader_arguments(arguments))
@@ -404,7 +407,7 @@ def _use_iterator(implementation, case: Case) -> dict:
 
 def _iterator_cases() -> list[Case]:
     def case(kind, size, hint, **arguments):
-        return Case({"kind": kind, "size": size, "arguments": arguments},
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
                     description=f"SingleProcessIterator(loader) for a loader of "
                                 f"{_describe(kind, size, arguments)}", hint=hint)
 
@@ -467,7 +470,7 @@ def _use_loader(implementation, case: Case) -> dict:
 
 def _loader_cases() -> list[Case]:
     def case(kind, size, hint, **arguments):
-        return Case({"kind": kind, "size": size, "arguments": arguments},
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
                     description=f"DataLoader({_describe(kind, size, arguments)}); two epochs",
                     hint=hint)
 
