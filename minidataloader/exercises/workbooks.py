@@ -182,10 +182,9 @@ def read_sections(notebook, path: pathlib.Path) -> tuple[list, list[Section]]:
                     raise ChapterError(f"{where}: an exercise cannot sit in a workbook-only cell")
                 sections.append(Section(parse_exercise(match.group("title"),
                                                        match.group("body"), where)))
-        if "workbook" not in _tags(cell):
-            _check_workbook_only(cell, where)
-            continue
         _check_workbook_only(cell, where)
+        if "workbook" not in _tags(cell):
+            continue
         if "exercise" in _tags(cell) and not sections:
             raise ChapterError(f"{where}: a stub before the first exercise")
         (sections[-1].cells if sections else preamble).append((where, cell))

@@ -346,10 +346,8 @@ def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,
               pieces: dict[str, Exercise]) -> str:
     """Run the failing case again with one reference piece at a time in place of the
     learner's; name the first whose replacement makes it right."""
-    order = sorted(pieces, key=lambda p: (pieces[p].chapter, list(pieces).index(p)))
-
     def body(send, printed):
-        for piece in order:
+        for piece in pieces:  # in chapter order, as registered: leaves first
             reference = pieces[piece].reference
             undo = _swapped(package, piece_object(package, piece), reference)
             seed_everything(exercise.seed + index)
