@@ -29,8 +29,10 @@ SLACK = 10.0  # seconds beyond the time limits a loaded machine may need
 
 @pytest.fixture(autouse=True)
 def no_process_left():
+    before = set(children())  # e.g. multiprocessing's resource tracker, started earlier
     yield
-    assert children() == [], f"processes left behind: {children()}"
+    left = set(children()) - before
+    assert not left, f"processes left behind: {left}"
 
 
 def solved(tmp_path, chapter: int = 5) -> pathlib.Path:
