@@ -152,8 +152,9 @@ def verdict_of(implementation, name: str | None = None) -> Verdict:
 
 
 def shown(verdict):
-    """Print the verdict where a returned value is not shown by itself: IPython (Jupyter)
-    and the interactive interpreter display it, a script or a test would print nothing."""
+    """Print the verdict (a check's, a milestone's) where a returned value is not shown by
+    itself: IPython (Jupyter) and the interactive interpreter display it, a script or a test
+    would print nothing."""
     ipython = sys.modules.get("IPython")
     shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
     if shell is None and not hasattr(sys, "ps1"):

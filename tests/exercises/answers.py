@@ -115,8 +115,8 @@ def learners_piece(folder: pathlib.Path, exercise, source: str | None = None):
     try:
         yield piece_object(import_package(package), exercise.piece)
     finally:
-        if str(folder) in sys.path:
-            sys.path.remove(str(folder))
+        if str(folder.resolve()) in sys.path:  # import_package put it there
+            sys.path.remove(str(folder.resolve()))
         for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
             del sys.modules[name]
 
