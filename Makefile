@@ -11,7 +11,7 @@ PYTEST := $(BIN)/python -m pytest
 # Parallel pytest workers: independent tests spread over the cores.
 XDIST  ?= -n 2
 
-.PHONY: setup book book-strict serve lab test lint unit browser chromium clean
+.PHONY: setup book book-strict serve lab test lint unit browser chromium clean workbooks
 
 setup: $(STAMP)
 
@@ -38,7 +38,12 @@ serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
 lab: setup
+	$(BIN)/python -m minidataloader.exercises.learner create --path notebooks/myloader
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+## make workbooks: write notebooks/NN_*.ipynb from book/NN_*.md (a test fails when they differ)
+workbooks: setup
+	$(BIN)/python -m minidataloader.exercises.workbooks
 
 ## make test: set up, then lint, unit tests, the strict book build, the browser tests
 test: setup chromium

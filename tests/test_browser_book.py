@@ -106,6 +106,13 @@ def test_every_chapter_page_is_clean(page, built_book):
         assert page.locator(".mdl-verdict.mdl-not-attempted").count() == 0, name
         assert page.locator(".mdl-verdict.mdl-passed").count() >= page.locator(
             "div.exercise").count(), f"{name}: an exercise's solution runs no check"
+        exercises = page.locator("div.exercise")
+        for i in range(exercises.count()):  # hints: there, and collapsed until opened
+            hints = exercises.nth(i).locator(".admonition.hint")
+            assert hints.count() >= 1, f"{name}: exercise {i + 1} has no hint"
+            for k in range(hints.count()):
+                assert "toggle-hidden" in hints.nth(k).get_attribute("class"), (
+                    f"{name}: a hint of exercise {i + 1} is open")
         page.watch.assert_clean()
 
 

@@ -15,6 +15,7 @@ import os
 import pathlib
 import random
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -25,11 +26,12 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler as ImportedBatchSampler
 from torch.utils.data import TensorDataset
+from torch.utils.data import random_split as ImportedRandomSplit
 
 from minidataloader.exercises import Case, Exercise, _check, check, exercises, register, take
-from minidataloader.exercises._sandbox import OUTPUT_KEPT, _CappedWriter, resolve
+from minidataloader.exercises._sandbox import OUTPUT_KEPT, _CappedWriter, resolve, run_forked
 from minidataloader.exercises._verdict import ISSUES
-from minidataloader.exercises.solutions.ch05 import SingleProcessIterator
+from minidataloader.exercises.solutions.ch05 import MapFetcher
 
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 SLACK = 5.0  # seconds a verdict may arrive after the time limit: the reference solution runs
@@ -359,6 +361,23 @@ def test_parallel_torch_in_the_readers_code_after_the_kernel_used_its_threads():
     assert run.stdout.split() == ["False", "[('sum',", "4194304.0)]"], run.stdout + run.stderr
 
 
+def test_what_a_child_sent_just_before_it_ended_is_read(monkeypatch):
+    """On a loaded machine the child can send its last messages and "done", and end, between
+    a select of the parent that saw nothing yet and its waitpid: the pipe is read once more."""
+    real_select = select.select
+
+    def select_that_sees_nothing_in_time(readers, writers, errors, timeout=None):
+        if timeout:  # waits out its timeout, and the child's message arrives just after
+            time.sleep(timeout)
+            return [], [], []
+        return real_select(readers, writers, errors, timeout)
+
+    monkeypatch.setattr(select, "select", select_that_sees_nothing_in_time)
+    report = run_forked(lambda send, printed: send(("case", 0, "the last outcome")), 20)
+    assert report.finished and not report.timed_out, report
+    assert report.messages == [("case", 0, "the last outcome")]
+
+
 def test_processes_started_by_the_readers_code_are_ended(tmp_path):
     pid_file = tmp_path / "grandchild"
 
@@ -432,6 +451,26 @@ def test_delegation_caught_even_when_the_reader_swallows_every_exception():
     assert "torch.utils.data.DataLoader" in check(iterations_per_epoch).summary
 
 
+def test_an_allowed_piece_uses_forbidden_ones_as_it_likes():
+    # torch's random_split builds Subsets, and Subset.__init__ compares
+    # type(self).__getitem__ with Subset.__getitem__: library code gets the originals
+    def split_sizes(n):
+        parts = torch.utils.data.random_split(range(n), [0.5, 0.5],
+                                              generator=torch.Generator().manual_seed(0))
+        return [sorted(part) for part in parts]
+
+    register(Exercise(reference=split_sizes, cases=lambda: [Case({"n": 10})],
+                      allowed=("random_split",)))
+    assert "Subset" in " ".join(exercises()["split_sizes"].forbidden_names())
+
+    def learners_split_sizes(n):
+        return [sorted(part) for part in ImportedRandomSplit(
+            range(n), [0.5, 0.5], generator=torch.Generator().manual_seed(0))]
+
+    verdict = check(learners_split_sizes, name="split_sizes")
+    assert verdict.passed, str(verdict)
+
+
 def test_building_on_a_forbidden_class_is_delegation_and_allowed_bases_are_fine():
     class TabularDataset(TensorDataset):
         def __init__(self, table):
@@ -447,6 +486,19 @@ def test_building_on_a_forbidden_class_is_delegation_and_allowed_bases_are_fine(
 
 # ---------------------------------------------------------------------------------------
 # What a reader sees
+
+
+def test_not_implemented_by_a_library_is_a_wrong_answer_not_an_unfinished_one():
+    class SequentialSampler(torch.utils.data.Sampler):  # no __iter__: torch's Sampler raises
+        def __init__(self, data_source):
+            self.data_source = data_source
+
+        def __len__(self):
+            return len(self.data_source)
+
+    verdict = check(SequentialSampler)
+    assert verdict.status == "failed" and verdict.got == "raised NotImplementedError", str(verdict)
+    assert "still raises" not in str(verdict) and "each epoch yields" in verdict.hint
 
 
 def test_a_failure_shows_case_expected_got_and_a_hint():
@@ -580,13 +632,13 @@ KERNEL_CELLS = [
     "        pass\ncheck(iterations_per_epoch)",
     "from minidataloader.exercises.solutions.ch01 import iterations_per_epoch\n"
     "print('kernel alive', os.getpid())\ncheck(iterations_per_epoch)",
-    # the iterator calls the collate_fn the case hands over (torch's default_collate), while
+    # the fetcher calls the collate_fn a case hands over (torch's default_collate), while
     # the notebook also imported that piece: passed; calling the piece itself: delegation
-    "from torch.utils.data import default_collate\n" + inspect.getsource(SingleProcessIterator)
-    + "check(SingleProcessIterator)",
-    inspect.getsource(SingleProcessIterator).replace(
+    "from torch.utils.data import default_collate\n" + inspect.getsource(MapFetcher)
+    + "check(MapFetcher)",
+    inspect.getsource(MapFetcher).replace(
         "return self.collate_fn(samples)", "return default_collate(samples)")
-    + "check(SingleProcessIterator)",
+    + "check(MapFetcher)",
 ]
 KERNEL_EXPECTED = [None, "os._exit(3)", "sys.exit(2)", "printed", "took longer than", "✔ passed",
                    "✔ passed", "your code used torch.utils.data.default_collate"]

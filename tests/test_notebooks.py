@@ -1,12 +1,22 @@
-"""The workbooks (notebooks/NN_*.ipynb), each run twice in a real kernel: as shipped, where
-every check must say "not attempted yet", and answered as a learner answers them, where every
-check must pass.
+"""The workbooks (notebooks/NN_*.ipynb), each run in a real kernel, in a folder of its own
+with a learner's package (``myloader``) next to it:
 
-Convention: a cell holding an exercise's stub carries the tag ``exercise`` and the metadata
-``"minidataloader": {"solution": "chNN.name"}``; to answer it, the test pastes the source of
-``name`` from ``minidataloader/exercises/solutions/chNN.py`` into the cell, with the imports
-and helpers it uses (tests/exercises/answers.py): the code then lives in the notebook, as a
-learner's does. Book chapters are executed by the strict book build, not here.
+- as shipped, the package made from the stubs: every check and milestone says "not attempted
+  yet", and the notebook runs to its end;
+- answered as a learner answers them, the package holding the reference pieces of the earlier
+  chapters (a learner who did the workbooks in order): every check and milestone passes. A
+  piece's stub cell gets the piece's reference source under its ``%%piece`` line (running it
+  saves the piece into the package); any other stub gets the source of its solution from
+  ``minidataloader/exercises/solutions/chNN.py``, with the imports and helpers it uses
+  (tests/exercises/answers.py): the code then lives in the notebook, as a learner's does;
+- the same with ``spawn`` as the start method (what macOS and Windows get): the learner's
+  package must be importable by spawned workers.
+
+Convention (made by ``minidataloader.exercises.workbooks`` from the chapters): a stub cell
+carries the tag ``exercise`` and ``"minidataloader": {"solution": "chNN.name"}``, and
+``"piece": "<module>.<Name>"`` when it writes a piece of the learner's package (its first
+line is then ``%%piece <module>.<Name>``, or ``%piece ...`` to load the learner's version).
+Book chapters are executed by the strict book build, not here.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from __future__ import annotations
 import importlib
 import pathlib
 import re
+import shutil
 import sys
 
 import nbclient
@@ -21,6 +32,7 @@ import nbformat
 import pytest
 
 from minidataloader.exercises import exercises
+from minidataloader.exercises.learner import fill_with_solutions, reference_source
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "exercises"))
 from answers import solution_source  # noqa: E402
@@ -28,7 +40,8 @@ from answers import solution_source  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 VERDICTS = ("✔ passed", "✘ failed", "not attempted yet")
-CHECK_CALL = re.compile(r"^\s*check\(", re.MULTILINE)
+CHECK_CALL = re.compile(r"^\s*(check|milestone)\(", re.MULTILINE)
+SPAWN = "import multiprocessing\nmultiprocessing.set_start_method('spawn', force=True)"
 
 
 def ids(path: pathlib.Path) -> str:
@@ -39,6 +52,10 @@ def solution_of(cell) -> str:
     return cell.metadata.get("minidataloader", {}).get("solution", "")
 
 
+def piece_of(cell) -> str:
+    return cell.metadata.get("minidataloader", {}).get("piece", "")
+
+
 def exercise_cells(notebook) -> list:
     return [c for c in notebook.cells if "exercise" in c.metadata.get("tags", [])]
 
@@ -47,9 +64,37 @@ def check_cells(notebook) -> list:
     return [c for c in notebook.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
 
 
-def execute(notebook, path: pathlib.Path):
-    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
+def answer(cell, source: str) -> None:
+    """Put ``source`` in a stub cell as a learner would: a piece's cell keeps (or gets) its
+    ``%%piece`` line, so that running it saves the piece into the learner's package."""
+    piece = piece_of(cell)
+    cell.source = f"%%piece {piece}\n{source}" if piece else source
+
+
+def reference_answer(cell) -> str:
+    module, _, name = solution_of(cell).partition(".")
+    if piece_of(cell):
+        asking = [e for e in exercises().values()
+                  if e.piece == piece_of(cell) and e.chapter == module]
+        return reference_source(asking[0])
+    return solution_source(module, name)
+
+
+def workbook_folder(path: pathlib.Path, tmp_path: pathlib.Path, solved_up_to: int | None):
+    """A copy of the workbook in a folder of its own, with the learner's package beside it:
+    made from the stubs by the workbook's first cell, or, for ``solved_up_to``, holding the
+    reference pieces of the chapters up to that one."""
+    shutil.copy(path, tmp_path / path.name)
+    if solved_up_to is not None:
+        fill_with_solutions(tmp_path / "myloader", solved_up_to)
+    return tmp_path / path.name
+
+
+def execute(notebook, folder: pathlib.Path, spawn: bool = False):
+    if spawn:
+        notebook.cells.insert(0, nbformat.v4.new_code_cell(SPAWN))
+    client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
+                                     resources={"metadata": {"path": str(folder)}})
     client.execute()
     return notebook
 
@@ -94,24 +139,30 @@ def test_workbook_ships_clean_and_follows_the_convention(path):
         solution = solution_of(cell)
         module, _, name = solution.partition(".")
         assert module == chapter, f"{path.name}: {solution!r} should be {chapter}.<name>"
-        assert name in known, f"{path.name}: no exercise called {name!r}"
         reference = getattr(importlib.import_module(
             f"minidataloader.exercises.solutions.{module}"), name)
-        assert reference is known[name].reference
-        assert "raise NotImplementedError" in cell.source
+        assert reference in [e.reference for e in known.values()], solution
+        if piece_of(cell):
+            assert cell.source.split("\n")[0] in (f"%%piece {piece_of(cell)}",
+                                                  f"%piece {piece_of(cell)}")
+        else:
+            assert name in known, f"{path.name}: no exercise called {name!r}"
+        assert "raise NotImplementedError" in cell.source or cell.source.startswith("%piece ")
     assert len(check_cells(notebook)) >= len(stubs), f"{path.name}: an exercise has no check"
 
 
 @pytest.mark.parametrize("path", WORKBOOKS, ids=ids)
-def test_workbook_as_shipped_reports_not_attempted(path):
-    notebook = execute(nbformat.read(path, as_version=4), path)
+def test_workbook_as_shipped_reports_not_attempted(path, tmp_path):
+    copy = workbook_folder(path, tmp_path, solved_up_to=None)
+    notebook = execute(nbformat.read(copy, as_version=4), tmp_path)
     assert_every_check_says("not attempted yet", notebook, path)
 
 
+@pytest.mark.parametrize("spawn", [False, True], ids=["fork", "spawn"])
 @pytest.mark.parametrize("path", WORKBOOKS, ids=ids)
-def test_workbook_answered_with_the_solutions_source_passes(path):
-    notebook = nbformat.read(path, as_version=4)
+def test_workbook_answered_as_a_learner_passes(path, spawn, tmp_path):
+    copy = workbook_folder(path, tmp_path, solved_up_to=int(path.name[:2]) - 1)
+    notebook = nbformat.read(copy, as_version=4)
     for cell in exercise_cells(notebook):
-        module, _, name = solution_of(cell).partition(".")
-        cell.source = solution_source(module, name)
-    assert_every_check_says("✔ passed", execute(notebook, path), path)
+        answer(cell, reference_answer(cell))
+    assert_every_check_says("✔ passed", execute(notebook, tmp_path, spawn), path)

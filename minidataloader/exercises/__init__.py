@@ -16,8 +16,9 @@ from ._check import ExerciseError, check
 from ._compare import Raised, close, difference, short
 from ._framework import LOADER_PIECES, Case, Exercise, TooManyItems, call, exercises, register, take
 from ._verdict import Verdict
+from .milestones import milestone
 
 __all__ = [
-    "check", "Verdict", "Exercise", "Case", "register", "exercises", "call", "take",
+    "check", "milestone", "Verdict", "Exercise", "Case", "register", "exercises", "call", "take",
     "difference", "close", "short", "Raised", "TooManyItems", "ExerciseError", "LOADER_PIECES",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import difflib
 import enum
+import os
 import signal
 import sys
 import traceback
@@ -132,22 +133,28 @@ def check(implementation, name: str | None = None) -> Verdict:
     what was expected, what your code gave and a hint) or "not attempted yet". Outside
     Jupyter (a script, a test) the verdict is also printed.
     """
+    return shown(verdict_of(implementation, name))
+
+
+def verdict_of(implementation, name: str | None = None) -> Verdict:
+    """``check`` without printing: for callers that make a verdict of their own of it."""
     name = name or getattr(implementation, "__name__", None)
     known = exercises()
     exercise = known.get(name) if isinstance(name, str) else None
     if exercise is None:
-        return _shown(_unknown_exercise(name, known))
+        return _unknown_exercise(name, known)
     with untouched_rng():  # even a careless case factory leaves the caller's RNGs alone
         cases = exercise.cases()
         expected = reference_results(exercise, cases)
         body = _reader_body(exercise, implementation, cases, expected)
         report = run_forked(body, exercise.time_limit) if CAN_FORK else run_inline(body)
-    return _shown(_judge(exercise, cases, expected, report))
+    return _judge(exercise, cases, expected, report)
 
 
-def _shown(verdict: Verdict) -> Verdict:
-    """Print the verdict where a returned value is not shown by itself: IPython (Jupyter)
-    and the interactive interpreter display it, a script or a test would print nothing."""
+def shown(verdict):
+    """Print the verdict (a check's, a milestone's) where a returned value is not shown by
+    itself: IPython (Jupyter) and the interactive interpreter display it, a script or a test
+    would print nothing."""
     ipython = sys.modules.get("IPython")
     shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
     if shell is None and not hasattr(sys, "ps1"):
@@ -227,7 +234,7 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
         pristine = None
     seed_everything(seed)
     fired.clear()
-    where = ""
+    where, by_a_library = "", False
     try:
         got = exercise.run(implementation, case)
     except DelegationStop:
@@ -246,13 +253,15 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
         got = Raised(KeyboardInterrupt, "")
     except BaseException as error:  # noqa: BLE001 - whatever the reader's code raised
         got = Raised(type(error), str(error))
-        where = _readers_line(error)
+        where, by_a_library = _readers_line(error), _raised_by_a_library(error)
     if fired:
         return {"outcome": Outcome.DELEGATED, "piece": fired[0]}
-    # a stub raises NotImplementedError, a RuntimeError: only an exercise whose answer is
-    # NotImplementedError itself can take it for an answer
+    # a stub raises NotImplementedError (a RuntimeError): only an exercise whose answer is
+    # NotImplementedError itself can take it for an answer. One that a library raises (torch's
+    # Dataset.__getitem__, asked for a sample of a stream) is a wrong answer like any other.
     if isinstance(got, Raised) and issubclass(got.type, NotImplementedError) and not (
-            isinstance(expected, Raised) and issubclass(expected.type, NotImplementedError)):
+            by_a_library or isinstance(expected, Raised)
+            and issubclass(expected.type, NotImplementedError)):
         return {"outcome": Outcome.UNFINISHED, "got": "raised NotImplementedError",
                 "problem": "this part still raises NotImplementedError"}
     changed = _changed_inputs(pristine, case.inputs)
@@ -270,6 +279,20 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
                     "problem": problem + (f", at {where}" if where else "")}
         return {"outcome": Outcome.WRONG, "got": short(got), "problem": problem}
     return {"outcome": Outcome.RIGHT}
+
+
+_EXERCISES = os.path.dirname(os.path.realpath(__file__)) + os.sep
+
+
+def _raised_by_a_library(error: BaseException) -> bool:
+    """Whether a library the reader's code called (torch, the standard library) raised the
+    exception: neither the reader's code nor the checker's, which passes on what the reader's
+    code raised in a thread or a worker process."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    filename = frames[-1].filename
+    return not is_readers_code(filename) and not os.path.realpath(filename).startswith(_EXERCISES)
 
 
 def _readers_line(error: BaseException) -> str:

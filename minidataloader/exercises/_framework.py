@@ -100,6 +100,10 @@ class Exercise:
                 a callable with the reference's interface that runs torch (e.g.
                 ``torch.utils.data.default_collate``). Default: the reference. The tests
                 check that the reference passes, so the reference then agrees with torch.
+    piece       for a piece of the learner's own loader: ``"<module>.<Name>"``, where it goes
+                in the learner's package (``notebooks/myloader/<module>.py``); see
+                ``exercises/learner``. Several chapters may ask for the same piece (each one
+                grows it); the latest one's reference is the finished piece.
     """
 
     reference: Any
@@ -112,7 +116,8 @@ class Exercise:
     allowed: tuple[str, ...] = BASE_CLASSES
     name: str = ""
     seed: int = 0
-    oracle: Any = None  # last: positional arguments keep their meaning
+    oracle: Any = None  # these two last: positional arguments keep their meaning
+    piece: str = ""
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):

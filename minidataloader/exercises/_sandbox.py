@@ -535,6 +535,14 @@ def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) ->
                 done, status_now = os.waitpid(pid, os.WNOHANG)
                 if done:  # ended, though something it started may still hold the pipe
                     status = status_now
+                    # what it wrote just before it ended may still wait in the pipe (a
+                    # loaded machine: "done" arrives between the select and the waitpid)
+                    while select.select([read_fd], [], [], 0)[0]:
+                        chunk = os.read(read_fd, 1 << 16)
+                        if not chunk:
+                            break
+                        buffer += chunk
+                    _parse_frames(buffer, report)
                     break
     finally:
         if status is None and report.finished:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler
+from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
 
 from ..demo import data_path
 from ._compare import close
@@ -21,6 +21,62 @@ def _global_rng_afterwards() -> dict:
     the global RNG. (A sampler's own generator shows in the epochs it gives.)"""
     return {"the global RNG afterwards: torch.randint(1000, (3,))":
             torch.randint(1000, (3,)).tolist()}
+
+
+# ---------------------------------------------------------------------------------------
+# SequentialSampler
+
+
+class Growing:
+    """A map-style dataset of ``size`` samples that can grow between epochs."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __getitem__(self, index):
+        return index
+
+    def __len__(self):
+        return self.size
+
+    def __repr__(self):
+        return f"a dataset of {self.size} samples"
+
+
+def _sequential_cases() -> list[Case]:
+    def case(size, grows_to, hint):
+        later = f"; it grows to {grows_to} samples before epoch 2" if grows_to else ""
+        return Case({"size": size, "grows_to": grows_to}, hint=hint,
+                    description=f"a dataset of {size} samples{later}; two epochs")
+
+    return [
+        case(5, None, "each epoch yields 0, 1, ..., len(data_source) - 1"),
+        case(1, None, "one sample: each epoch is [0]"),
+        case(0, None, "an empty dataset: each epoch is empty, and len() is 0"),
+        case(3, 5, "read len(data_source) when the epoch starts (in __iter__), not in "
+                   "__init__: a dataset that grew is read to its new end"),
+    ]
+
+
+def _use_sequential_sampler(implementation, case: Case) -> dict:
+    dataset = Growing(case.inputs["size"])
+    sampler = implementation(dataset)
+    seen = {"len(sampler)": len(sampler), "epoch 1": take(sampler, 100)}
+    if case.inputs["grows_to"]:
+        dataset.size = case.inputs["grows_to"]
+    seen["epoch 2"] = take(sampler, 100)
+    seen["len(sampler) after epoch 2"] = len(sampler)
+    return seen
+
+
+register(Exercise(
+    reference=solutions.SequentialSampler,
+    oracle=SequentialSampler,
+    cases=_sequential_cases,
+    run=_use_sequential_sampler,
+    hint="__iter__ returns iter(range(len(self.data_source))); __len__ is len(data_source)",
+    piece="sampler.SequentialSampler",
+))
 
 
 # ---------------------------------------------------------------------------------------
@@ -71,10 +127,11 @@ def _use_random_sampler(implementation, case: Case) -> dict:
 
 
 register(Exercise(
-    reference=solutions.MyRandomSampler,
+    reference=solutions.RandomSampler,
     oracle=RandomSampler,
     cases=_random_cases,
     run=_use_random_sampler,
+    piece="sampler.RandomSampler",
     hint=("without replacement: num_samples // n whole torch.randperm(n, generator=...) "
           "permutations, then the first num_samples % n of one more; with replacement: "
           "torch.randint in chunks of 32"),
@@ -127,10 +184,11 @@ def _use_batch_sampler(implementation, case: Case) -> dict:
 
 
 register(Exercise(
-    reference=solutions.MyBatchSampler,
+    reference=solutions.BatchSampler,
     oracle=BatchSampler,
     cases=_batch_cases,
     run=_use_batch_sampler,
+    piece="sampler.BatchSampler",
     hint=("collect the sampler's indices into a list and yield it when it holds batch_size of "
           "them; __len__ rounds up, or down with drop_last; __init__ refuses a batch_size that "
           "is not a positive int (bools included) and a drop_last that is not a bool"),

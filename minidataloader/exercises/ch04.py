@@ -141,7 +141,7 @@ def _collate_cases() -> list[Case]:
 
 
 register(Exercise(
-    reference=solutions.my_default_collate,
+    reference=solutions.default_collate,
     oracle=default_collate,
     cases=_collate_cases,
     run=lambda implementation, case: _as_lists(implementation(**case.inputs)),
@@ -149,6 +149,7 @@ register(Exercise(
          "field",
     forbidden=COLLATE_ITSELF,
     time_limit=3.0,
+    piece="collate.default_collate",
 ))
 
 
@@ -197,12 +198,13 @@ def _convert_cases() -> list[Case]:
 
 
 register(Exercise(
-    reference=solutions.my_default_convert,
+    reference=solutions.default_convert,
     oracle=default_convert,
     cases=_convert_cases,
     hint="only numpy values change (into tensors); containers are rebuilt around converted "
          "items (mappings keep their type), tuples as lists",
     time_limit=2.0,
+    piece="collate.default_convert",
 ))
 
 

@@ -5,16 +5,8 @@ from __future__ import annotations
 import itertools
 
 import torch
-from torch.utils.data import (
-    BatchSampler,
-    DataLoader,
-    Dataset,
-    IterableDataset,
-    RandomSampler,
-    SequentialSampler,
-    default_collate,
-)
-from torch.utils.data._utils.fetch import _IterableDatasetFetcher
+from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate
+from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
 
 from ._framework import Case, Exercise, TooManyItems, register
 from .solutions import ch05 as solutions
@@ -167,6 +159,7 @@ register(Exercise(
          "IterableDataset rules, sampler vs shuffle, batch_sampler vs the rest, then "
          "batch_size and drop_last, and last the timeout without workers",
     time_limit=3.0,
+    piece="dataloader.check_loader_arguments",
 ))
 
 
@@ -216,16 +209,81 @@ register(Exercise(
          "is one, else the sampler, else the dataset); for a stream use len(dataset)",
     forbidden=("minidataloader.viz.arithmetic.epoch_arithmetic",),
     time_limit=2.0,
+    piece="dataloader.loader_len",
 ))
 
 
 # ---------------------------------------------------------------------------------------
-# The fetcher of an IterableDataset
+# The fetcher of a map-style dataset
 
 
 def to_tensor(data):
     """The collate_fn of the hidden cases: a list of numbers (or one number) as a tensor."""
     return torch.tensor(data)
+
+
+def _use_map_fetcher(implementation, case: Case) -> dict:
+    spec = case.inputs
+    dataset = (BatchedSquares if spec["batched"] else Squares)(spec["size"])
+    collate_fn = default_collate if spec["collate_fn"] == "default_collate" else to_tensor
+    fetcher = implementation(dataset, spec["auto_collation"], collate_fn, spec["drop_last"])
+    seen = {"samples read before the first fetch": list(dataset.reads), "fetched": []}
+    for index in spec["indices"]:
+        seen["fetched"].append(fetcher.fetch(list(index) if isinstance(index, tuple) else index))
+    seen["samples read"] = list(dataset.reads)
+    if spec["batched"]:
+        seen["calls of __getitems__"] = dataset.batched_reads
+    return seen
+
+
+def _map_fetcher_cases() -> list[Case]:
+    def case(indices, auto_collation=True, batched=False, drop_last=False, hint="",
+             collate_fn="torch.tensor"):
+        kind = "a dataset of 10 squares with __getitems__" if batched else \
+            "a dataset of 10 squares"
+        return Case({"size": 10, "indices": tuple(tuple(i) if isinstance(i, list) else i
+                                                  for i in indices),
+                     "auto_collation": auto_collation, "batched": batched,
+                     "drop_last": drop_last, "collate_fn": collate_fn},
+                    description=f"{kind}, auto_collation={auto_collation}, "
+                                f"drop_last={drop_last}, collate_fn={collate_fn}; fetch "
+                                + ", then ".join(map(repr, indices)), hint=hint or None)
+
+    return [
+        case([[0, 1, 2], [3, 4, 5]], hint="auto_collation: read dataset[i] for each index of "
+                                          "the list, then return collate_fn(samples)"),
+        case([[9, 0, 9]], hint="keep the order of the indices, repeats included"),
+        case([[4, 1]], collate_fn="default_collate",
+             hint="collate with the collate_fn you were given, whatever it is (here torch's "
+                  "own default_collate: calling what you are handed is not delegation)"),
+        case([[2, 5], [7]], batched=True,
+             hint="a dataset with __getitems__ gets ONE call per batch: "
+                  "dataset.__getitems__(indices), and no dataset[i]"),
+        case([4, 2], auto_collation=False,
+             hint="without auto_collation the index is a single index: return "
+                  "collate_fn(dataset[index])"),
+        case([[1, 2, 3]], drop_last=True, hint="drop_last changes nothing for a map-style "
+                                               "dataset: every batch has its indices"),
+        case([[3, 12]], hint="an index past the end: the dataset raises IndexError, and "
+                             "the fetcher lets it through"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MapFetcher,
+    oracle=_MapDatasetFetcher,
+    cases=_map_fetcher_cases,
+    run=_use_map_fetcher,
+    hint="keep the four arguments in __init__; fetch reads the samples of the indices (one "
+         "__getitems__ call if the dataset has it) and returns collate_fn(samples)",
+    forbidden=LOADER_ITSELF,
+    time_limit=3.0,
+    piece="fetch.MapFetcher",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The fetcher of an IterableDataset
 
 
 def _drive_fetcher(implementation, case: Case) -> dict:
@@ -274,7 +332,7 @@ def _fetcher_cases() -> list[Case]:
 
 
 register(Exercise(
-    reference=solutions.StreamFetcher,
+    reference=solutions.IterableFetcher,
     oracle=_IterableDatasetFetcher,
     cases=_fetcher_cases,
     run=_drive_fetcher,
@@ -283,18 +341,12 @@ register(Exercise(
          "nothing (or, with drop_last, too little)",
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
+    piece="fetch.IterableFetcher",
 ))
 
 
 # ---------------------------------------------------------------------------------------
-# The single-process iterator
-
-
-def _batch_sampler(spec: dict):
-    size, batch_size, drop_last = spec["size"], spec["batch_size"], spec["drop_last"]
-    sampler = (RandomSampler(range(size), generator=torch.Generator().manual_seed(spec["seed"]))
-               if spec.get("seed") is not None else SequentialSampler(range(size)))
-    return BatchSampler(sampler, batch_size, drop_last)
+# The single-process iterator, and the DataLoader
 
 
 def _next_or_end(iterator):
@@ -304,54 +356,115 @@ def _next_or_end(iterator):
         return "StopIteration (the epoch is over)"
 
 
-def _use_iterator(implementation, case: Case) -> dict:
-    spec = case.inputs
-    dataset = (BatchedSquares if spec["batched"] else Squares)(spec["size"])
-    iterator = implementation(dataset, _batch_sampler(spec), default_collate)
-    seen = {"len(iterator)": len(iterator), "iter(iterator) is iterator": iter(iterator) is iterator,
-            "samples read before the first next()": list(dataset.reads)}
-    seen["first batch"] = _next_or_end(iterator)
-    seen["samples read by then"] = list(dataset.reads)
-    rest = []
+def _global_draw() -> list[int]:
+    return torch.randint(1000, (2,)).tolist()
+
+
+def _dataset(kind: str, size: int):
+    return {"map": Squares, "batched": BatchedSquares, "stream": Numbers}[kind](size)
+
+
+def _describe(kind: str, size: int, arguments: dict) -> str:
+    names = {"map": "a dataset of {} squares", "batched": "a dataset of {} squares with "
+             "__getitems__", "stream": "an IterableDataset of {} numbers"}
+    shown = {name: f"torch.Generator().manual_seed({value})" if name == "generator"
+             else getattr(value, "__name__", None) or repr(value)
+             for name, value in arguments.items()}
+    given = ", ".join(f"{name}={value}" for name, value in shown.items())
+    return f"{names[kind].format(size)}, {given or 'no other argument'}"
+
+
+def _loader_arguments(arguments) -> dict:
+    arguments = dict(arguments)
+    if "generator" in arguments:
+        arguments["generator"] = torch.Generator().manual_seed(arguments["generator"])
+    return arguments
+
+
+def _epoch(iterator, limit: int) -> list:
+    batches = []
     while True:
         batch = _next_or_end(iterator)
         if isinstance(batch, str):
-            break
-        rest.append(batch)
-        if len(rest) > spec["size"] + 1:
-            raise TooManyItems(spec["size"] + 1)
-    seen["the other batches"] = rest
+            return batches
+        batches.append(batch)
+        if len(batches) > limit:
+            raise TooManyItems(limit)
+
+
+def collate_list(batch):
+    """A collate_fn of the hidden cases: the batch's samples as a plain list."""
+    return list(batch)
+
+
+def _use_iterator(implementation, case: Case) -> dict:
+    """The iterator of one epoch, made from a finished loader (the reference DataLoader):
+    what it reads when, what it draws from the random number generators, what it gives."""
+    kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    arguments = dict(arguments)
+    dataset = _dataset(kind, size)
+    torch.manual_seed(0)
+    loader = solutions.DataLoader(dataset, **_loader_arguments(arguments))
+    iterator = implementation(loader)
+    seen = {"the global RNG right after SingleProcessIterator(loader)": _global_draw(),
+            "iter(iterator) is iterator": iter(iterator) is iterator}
+    if kind != "stream":
+        seen["samples read before the first next()"] = list(dataset.reads)
+    seen["first batch"] = _next_or_end(iterator)
+    seen["the other batches"] = _epoch(iterator, size + 2)
     seen["next() after the last batch"] = _next_or_end(iterator)
-    if spec["batched"]:
+    if kind == "batched":
         seen["calls of __getitems__"] = dataset.batched_reads
+    if kind != "stream" or "batch_size" not in arguments or arguments["batch_size"] is None:
+        seen["len(iterator)"] = len(iterator)
+    seen["the global RNG afterwards"] = _global_draw()
     return seen
 
 
 def _iterator_cases() -> list[Case]:
-    def case(size, batch_size, drop_last=False, seed=None, batched=False, hint=""):
-        order = f"shuffled (seed {seed})" if seed is not None else "in order"
-        kind = "a dataset with __getitems__" if batched else "a dataset"
-        return Case({"size": size, "batch_size": batch_size, "drop_last": drop_last,
-                     "seed": seed, "batched": batched},
-                    description=f"{kind} of {size} squares, a BatchSampler {order} with "
-                                f"batch_size={batch_size}, drop_last={drop_last}, "
-                                f"collate_fn=default_collate", hint=hint or None)
+    def case(kind, size, hint, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
+                    description=f"SingleProcessIterator(loader) for a loader of "
+                                f"{_describe(kind, size, arguments)}", hint=hint)
 
     return [
-        case(10, 4, hint="read nothing in __init__: each next() fetches one batch of indices "
-                         "from the batch sampler, reads those samples, and collates them"),
-        case(10, 3, drop_last=True, seed=0,
-             hint="the batch sampler decides the order: use its batches as they come"),
-        case(9, 4, batched=True,
-             hint="a dataset with __getitems__ gets ONE call per batch: "
-                  "dataset.__getitems__(indices)"),
-        case(0, 2, hint="an empty dataset: the first next() raises StopIteration"),
+        case("map", 10, "read no sample in __init__, but draw the base seed there (here from "
+                        "the global generator, made in __init__: the global RNG shows it right "
+                        "after); each next() takes the next list of indices and fetches it "
+                        "with a MapFetcher", batch_size=4),
+        case("map", 10, "the base seed comes first from the loader's generator, then the "
+                        "RandomSampler draws its permutation from the same generator: draw "
+                        "it in __init__, after iter(batch_sampler)",
+             batch_size=3, shuffle=True, generator=7),
+        case("map", 10, "without a generator, the base seed is one draw from the global "
+                        "generator, made in __init__ (the global RNG shows it right after)",
+             batch_size=3, shuffle=True),
+        case("batched", 9, "a MapFetcher makes one __getitems__ call per batch", batch_size=4),
+        case("map", 6, "collate with the loader's collate_fn (here one that makes lists), "
+                       "whatever it is: give it to the fetcher", batch_size=4,
+             collate_fn=collate_list),
+        case("map", 5, "batch_size=None: the loader has no batch_sampler; iterate its "
+                       "sampler, and the fetcher gets single indices (auto_collation=False)",
+             batch_size=None),
+        case("stream", 10, "an IterableDataset: an IterableFetcher over it; the epoch ends "
+                           "when the fetcher raises StopIteration", batch_size=4),
+        case("stream", 10, "drop_last=True: the fetcher drops the short last batch",
+             batch_size=4, drop_last=True),
+        case("map", 0, "an empty dataset: the first next() raises StopIteration", batch_size=2),
     ]
 
 
-def _torch_iterator(dataset, batch_sampler, collate_fn):
-    """torch's answer: the iterator of a loader made of these parts."""
-    return iter(DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_fn))
+def _torch_iterator(loader):
+    """torch's answer: the iterator of torch's DataLoader made of the same parts (the
+    sampler or batch sampler, the collate_fn, the generator)."""
+    parts = {"collate_fn": loader.collate_fn, "generator": loader.generator}
+    if isinstance(loader.dataset, IterableDataset):
+        parts.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
+        parts.update(batch_sampler=loader.batch_sampler)
+    else:
+        parts.update(batch_size=None, sampler=loader.sampler)
+    return iter(DataLoader(loader.dataset, **parts))
 
 
 register(Exercise(
@@ -359,9 +472,84 @@ register(Exercise(
     oracle=_torch_iterator,
     cases=_iterator_cases,
     run=_use_iterator,
-    hint="__init__ keeps iter(batch_sampler); __next__ takes the next list of indices from "
-         "it (its StopIteration ends the epoch), fetches those samples and returns "
-         "collate_fn(samples); __len__ is len(batch_sampler)",
+    hint="__init__: iter() of the loader's batch_sampler (or sampler if there is none), then "
+         "the base seed, then the fetcher; __next__: fetcher.fetch(next(indices)); __len__: "
+         "len(loader)",
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
+    piece="dataloader.SingleProcessIterator",
+))
+
+
+def _use_loader(implementation, case: Case) -> dict:
+    kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    dataset = _dataset(kind, size)
+    arguments = _loader_arguments(arguments)
+    torch.manual_seed(0)
+    loader = implementation(dataset, **arguments)
+    seen = {"loader.dataset is dataset": loader.dataset is dataset,
+            "loader.batch_size": loader.batch_size, "loader.drop_last": loader.drop_last,
+            "loader.collate_fn": getattr(loader.collate_fn, "__name__", "?")}
+    if kind != "stream":
+        seen["type(loader.sampler)"] = type(loader.sampler).__name__
+        seen["type(loader.batch_sampler)"] = type(loader.batch_sampler).__name__
+        if arguments.get("shuffle"):
+            seen["loader.sampler.generator is the loader's generator"] = (
+                loader.sampler.generator is arguments.get("generator"))
+    seen["len(loader)"] = len(loader)
+    for epoch in (1, 2):
+        seen[f"epoch {epoch}"] = _epoch(iter(loader), size + 2)
+    seen["the global RNG afterwards"] = _global_draw()
+    return seen
+
+
+def _loader_cases() -> list[Case]:
+    def case(kind, size, hint, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
+                    description=f"DataLoader({_describe(kind, size, arguments)}); two epochs",
+                    hint=hint)
+
+    return [
+        case("map", 10, "no shuffle: a SequentialSampler, grouped by a BatchSampler, batches "
+                        "collated by default_collate", batch_size=4),
+        case("map", 10, "shuffle=True: a RandomSampler with the loader's generator; each "
+                        "epoch a new order", batch_size=3, shuffle=True, generator=1),
+        case("map", 10, "shuffle=True without a generator: both draws come from the global "
+                        "generator", batch_size=3, shuffle=True),
+        case("map", 10, "drop_last=True goes to the BatchSampler", batch_size=4,
+             drop_last=True),
+        case("map", 10, "a sampler of your own (a list) replaces the SequentialSampler",
+             batch_size=2, sampler=[9, 1, 8]),
+        case("map", 10, "a batch_sampler of your own: no BatchSampler is built, and "
+                        "loader.batch_size is None, loader.drop_last False (as torch's say)",
+             batch_sampler=[[0, 1], [5]]),
+        case("map", 6, "batch_size=None: no batch sampler, and default_convert instead of "
+                       "default_collate", batch_size=None),
+        case("map", 6, "a collate_fn of your own replaces default_collate", batch_size=4,
+             collate_fn=collate_list),
+        case("batched", 9, "a dataset with __getitems__: one call per batch", batch_size=4),
+        case("stream", 10, "an IterableDataset: the fetcher reads the stream; len(loader) is "
+                           "len(dataset) divided by the batch size", batch_size=4),
+        case("stream", 5, "an IterableDataset with batch_size=None", batch_size=None),
+        case("map", 10, "check_loader_arguments refuses shuffle with a sampler", shuffle=True,
+             sampler=[0, 1]),
+        case("map", 10, "multiprocessing_context needs workers: ValueError",
+             multiprocessing_context="spawn"),
+        case("map", 10, "the BatchSampler refuses batch_size=0", batch_size=0),
+    ]
+
+
+register(Exercise(
+    reference=solutions.DataLoader,
+    oracle=DataLoader,
+    cases=_loader_cases,
+    run=_use_loader,
+    hint="__init__: check_loader_arguments, then the sampler (a RandomSampler with the "
+         "generator for shuffle=True, a SequentialSampler otherwise, None forever for a "
+         "stream), the BatchSampler (unless batch_size is None or you got a batch_sampler), "
+         "the collate_fn; __len__: loader_len; __iter__: SingleProcessIterator(self)",
+    forbidden=LOADER_ITSELF + ("minidataloader.dataloader.DataLoader",
+                               "torch.utils.data.dataloader.DataLoader"),
+    time_limit=4.0,
+    piece="dataloader.DataLoader",
 ))

@@ -1,17 +1,29 @@
 """Answers written the way a learner writes them: a reference solution's source taken out of
 the package, with the imports and helpers it needs, to paste into a notebook cell or to save
-as a module of the learner's own outside the package; and wrong variants of it (mutants).
+as a module of the learner's own outside the package; a piece of the learner's loader written
+into their own package (``myloader``), as a ``%%piece`` cell writes it; and wrong variants of
+both (mutants).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import itertools
 import pathlib
 import sys
+
+from minidataloader.exercises.learner import (
+    PACKAGE,
+    fill_with_solutions,
+    import_package,
+    reference_source,
+    write_piece,
+)
+from minidataloader.exercises.milestones import piece_object
 
 SOLUTIONS = "minidataloader.exercises.solutions"
 _counter = itertools.count()
@@ -52,7 +64,18 @@ def solution_source(chapter: str, name: str) -> str:
     def text(node) -> str:  # whole lines: a comment after the last statement stays
         return "\n".join(lines[node.lineno - 1:node.end_lineno])
 
-    parts = ["\n".join(text(node) for node in imports)] + [text(node) for node in needed]
+    used = {inner.id for node in needed for inner in ast.walk(node) if isinstance(inner, ast.Name)}
+
+    def imported(node) -> str:
+        """An import as the learner writes it. A relative one brings other solutions of the
+        book (chapter 5's pieces use chapter 3's): only the names used, from the package."""
+        if not (isinstance(node, ast.ImportFrom) and node.level):
+            return text(node)
+        names = [alias for alias in node.names if (alias.asname or alias.name) in used]
+        return ast.unparse(ast.ImportFrom(f"{SOLUTIONS}.{node.module}", names, 0)) if names else ""
+
+    header = "\n".join(line for line in map(imported, imports) if line)
+    parts = [header] + [text(node) for node in needed]
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -77,3 +100,36 @@ def learner_module(folder: pathlib.Path, source: str, stem: str = "learner"):
     sys.modules[name] = module  # dataclasses and pickle look classes up by module
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def learners_piece(folder: pathlib.Path, exercise, source: str | None = None):
+    """The package of a learner who finished the exercise's chapter, ``folder/myloader``:
+    every piece up to that chapter holds its reference, and the exercise's piece ``source``
+    (its reference by default). Yields the piece, imported afresh from the files, as a
+    ``%%piece`` cell binds it."""
+    package = folder / PACKAGE
+    fill_with_solutions(package, int(exercise.chapter[2:]))
+    if source is not None:
+        write_piece(package, exercise.piece, source, force=True)
+    try:
+        yield piece_object(import_package(package), exercise.piece)
+    finally:
+        if str(folder.resolve()) in sys.path:  # import_package put it there
+            sys.path.remove(str(folder.resolve()))
+        for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
+            del sys.modules[name]
+
+
+@contextlib.contextmanager
+def answered(folder: pathlib.Path, exercise, changes=()):
+    """The exercise answered where a learner answers it, with ``changes`` (see ``mutated``)
+    made to the reference: a piece in the learner's package, anything else in a module of the
+    learner's own. Yields the answer."""
+    if exercise.piece:
+        with learners_piece(folder, exercise,
+                            mutated(reference_source(exercise), changes)) as piece:
+            yield piece
+    else:
+        source = mutated(solution_source(exercise.chapter, exercise.name), changes)
+        yield getattr(learner_module(folder, source), exercise.name)

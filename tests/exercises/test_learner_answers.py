@@ -1,7 +1,9 @@
 """Every exercise answered where a learner answers it: the reference solution's source taken out
-of the package into a module of the learner's own, which must pass (tests/test_notebooks.py
-does the same in the workbooks' kernels). Then delegation, from every side a learner can reach
-a forbidden piece, told apart from calling what the case hands over.
+of the package into a module of the learner's own, or, for a piece of the learner's loader,
+written into their own package (``myloader``, outside this one) and written by a ``%%piece``
+cell in a kernel; each must pass (tests/test_notebooks.py answers every workbook in its
+kernel). Then delegation, from every side a learner can reach a forbidden piece, told apart
+from calling what the case hands over.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import sys
 import textwrap
 
 import pytest
-from answers import learner_module, solution_source
+from answers import answered, learner_module, solution_source
 
 from minidataloader.exercises import Case, Exercise, check, exercises, register
+from minidataloader.exercises.learner import reference_source
 
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 
@@ -29,29 +32,66 @@ def quiet_check(implementation, **options):
 def test_the_reference_written_outside_the_package_passes(name, tmp_path):
     """Also the proof that each reference agrees with torch where torch is the oracle."""
     exercise = EXERCISES[name]
-    learner = learner_module(tmp_path, solution_source(exercise.chapter, name))
-    verdict = quiet_check(getattr(learner, name))
+    with answered(tmp_path, exercise) as answer:
+        if exercise.piece:
+            assert answer.__module__.startswith("myloader."), answer.__module__
+        verdict = quiet_check(answer, name=name)
     assert verdict.passed, str(verdict)
+
+
+PIECE_CELLS = [
+    "%load_ext minidataloader.exercises.learner",
+    # the notebook also imports the piece the case hands over: only a call of it counts
+    "from torch.utils.data import default_collate\nfrom minidataloader.exercises import check",
+    f"%%piece fetch.MapFetcher\n{reference_source(EXERCISES['MapFetcher'])}",
+    "print(MapFetcher.__module__)\ncheck(MapFetcher)",
+    # a piece's file is its namespace: the cell imports what the piece calls
+    "%%piece fetch.MapFetcher\nfrom torch.utils.data import default_collate\n\n\n"
+    + reference_source(EXERCISES["MapFetcher"]).replace("return self.collate_fn(samples)",
+                                                        "return default_collate(samples)"),
+    "check(MapFetcher)",
+]
+
+
+def test_a_piece_written_by_a_piece_cell_in_a_kernel(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PIECE_CELLS])
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    def shown(cell) -> str:
+        return "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "")
+                         for o in cell.outputs)
+
+    assert "def fetch" in (tmp_path / "myloader" / "fetch.py").read_text()
+    assert "myloader.fetch" in shown(notebook.cells[3])
+    assert "✔ passed: MapFetcher" in shown(notebook.cells[3]), shown(notebook.cells[3])
+    assert "your code used torch.utils.data.default_collate" in shown(notebook.cells[5]), \
+        shown(notebook.cells[5])
 
 
 # ---------------------------------------------------------------------------------------
 # Delegation: the learner's own call of a piece, not a call of what the case hands over
 
-ITERATOR = solution_source("ch05", "SingleProcessIterator")
+FETCHER = solution_source("ch05", "MapFetcher")
 COLLATE_CALL = "return self.collate_fn(samples)"
 
 
-def iterator_calling(tmp_path, call: str, header: str = ""):
-    """The reference iterator with its collate_fn call replaced by ``call``, and ``header``
+def fetcher_calling(tmp_path, call: str, header: str = ""):
+    """The reference MapFetcher with its collate_fn call replaced by ``call``, and ``header``
     added at the top of the learner's module."""
-    assert ITERATOR.count(COLLATE_CALL) == 1
-    source = header + "\n" + ITERATOR.replace(COLLATE_CALL, call)
-    return learner_module(tmp_path, source).SingleProcessIterator
+    assert FETCHER.count(COLLATE_CALL) == 1
+    source = header + "\n" + FETCHER.replace(COLLATE_CALL, call)
+    return learner_module(tmp_path, source).MapFetcher
 
 
 def test_calling_the_collate_fn_the_case_hands_over_is_not_delegation(tmp_path):
-    # the learner's module also imports the piece (as the workbook does): only a call counts
-    implementation = iterator_calling(
+    # one case hands over torch's own default_collate, which the learner's module imports
+    # too (as the workbook does): only the learner's own call counts
+    assert any(case.inputs["collate_fn"] == "default_collate"
+               for case in EXERCISES["MapFetcher"].cases())
+    implementation = fetcher_calling(
         tmp_path, COLLATE_CALL, "from torch.utils.data import DataLoader, default_collate\n"
                                 "import minidataloader\n")
     assert quiet_check(implementation).passed
@@ -80,7 +120,7 @@ ROUTES = {
 @pytest.mark.parametrize("route", ROUTES)
 def test_calling_a_forbidden_piece_is_delegation_however_it_was_reached(route, tmp_path):
     header, call = ROUTES[route]
-    verdict = quiet_check(iterator_calling(tmp_path, call, header))
+    verdict = quiet_check(fetcher_calling(tmp_path, call, header))
     assert verdict.status == "failed", str(verdict)
     assert "default_collate: this exercise asks you to build it yourself" in verdict.summary, \
         str(verdict)
@@ -95,7 +135,7 @@ def test_delegation_through_a_module_of_the_learners_own(tmp_path):
     """))
     sys.path.insert(0, str(tmp_path))
     try:
-        implementation = iterator_calling(tmp_path, "return learners_helpers.combine(samples)",
+        implementation = fetcher_calling(tmp_path, "return learners_helpers.combine(samples)",
                                           "import learners_helpers")
         verdict = quiet_check(implementation)
     finally:

@@ -1,7 +1,8 @@
 """The checker, tested with wrong answers: every reference solution with a mistake a beginner
 plausibly makes (``mutants.py``), written where a learner writes it (a module outside the
-package). Every one must be refused, with a verdict that names the broken rule. The session
-ends with the fraction refused (tests/conftest.py prints it)."""
+package; a piece of the loader in the learner's own package, the other pieces right). Every
+one must be refused, with a verdict that names the broken rule. The session ends with the
+fraction refused (tests/conftest.py prints it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import contextlib
 import io
 
 import pytest
-from answers import learner_module, mutated, solution_source
+from answers import answered
 from mutants import MUTANTS
 
 from minidataloader.exercises import check, exercises
@@ -25,10 +26,9 @@ def test_every_exercise_has_wrong_variants():
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])
 def test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule(mutant, tmp_path):
     exercise = EXERCISES[mutant.exercise]
-    source = mutated(solution_source(exercise.chapter, mutant.exercise), mutant.changes)
-    learner = learner_module(tmp_path, source)
-    with contextlib.redirect_stdout(io.StringIO()):  # check() prints outside Jupyter
-        verdict = check(getattr(learner, mutant.exercise))
+    with answered(tmp_path, exercise, mutant.changes) as answer, \
+            contextlib.redirect_stdout(io.StringIO()):  # check() prints outside Jupyter
+        verdict = check(answer, name=exercise.name)
     text = str(verdict)
     assert verdict.status == "failed", f"the mistake ({mutant.mistake}) was not refused:\n{text}"
     missing = [words for words in mutant.says if words not in text]

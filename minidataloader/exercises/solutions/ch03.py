@@ -4,7 +4,19 @@ import torch
 from torch.utils.data import Sampler
 
 
-class MyRandomSampler(Sampler):
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        # len() is read when the epoch starts: a dataset that grew is read to its new end
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
     def __init__(self, data_source, replacement=False, num_samples=None,
                  generator=None):
         self.data_source = data_source
@@ -39,15 +51,16 @@ class MyRandomSampler(Sampler):
             yield from head[:self.num_samples % n]
 
 
-class MyBatchSampler(Sampler):
+class BatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
-        # True is an int in Python, but not a batch size
-        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+        # True is an int too (isinstance(True, int)), but no batch size
+        if (not isinstance(batch_size, int) or isinstance(batch_size, bool)
                 or batch_size <= 0):
             raise ValueError(f"batch_size must be a positive int, "
                              f"got {batch_size!r}")
         if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last must be True or False, got {drop_last!r}")
+            raise ValueError(f"drop_last must be True or False, "
+                             f"got {drop_last!r}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last

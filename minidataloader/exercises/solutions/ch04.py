@@ -11,7 +11,7 @@ from torch.utils.data import Dataset
 from minidataloader.collate import collate
 
 
-def my_default_collate(batch):
+def default_collate(batch):
     elem = batch[0]  # every sample has the structure of the first one
     if isinstance(elem, torch.Tensor):
         return torch.stack(batch)  # a new first dimension: the batch
@@ -27,32 +27,32 @@ def my_default_collate(batch):
         return batch  # no tensor holds text: a list of the batch's strings
     if isinstance(elem, Mapping):
         collated = copy.copy(elem)  # the same type: a dict, an OrderedDict, ...
-        collated.update({key: my_default_collate([sample[key] for sample in batch])
+        collated.update({key: default_collate([sample[key] for sample in batch])
                          for key in elem})
         return collated
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
-        return type(elem)(*(my_default_collate(list(field)) for field in zip(*batch)))
+        return type(elem)(*(default_collate(list(field)) for field in zip(*batch)))
     if isinstance(elem, (tuple, list)):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError("every sample must have the same number of fields")
         # zip(*batch) transposes: field 0 of every sample, then field 1, ...
-        return [my_default_collate(list(field)) for field in zip(*batch)]
+        return [default_collate(list(field)) for field in zip(*batch)]
     raise TypeError(f"cannot collate samples of type {type(elem).__name__}")
 
 
-def my_default_convert(data):
+def default_convert(data):
     if isinstance(data, np.ndarray) and data.dtype.kind in "SUO":
         return data  # strings or objects: no tensor can hold them
     if isinstance(data, (np.ndarray, np.bool_, np.number)):  # arrays, numbers
         return torch.as_tensor(data)
     if isinstance(data, Mapping):
         converted = copy.copy(data)  # the same type: a dict, an OrderedDict, ...
-        converted.update({key: my_default_convert(value) for key, value in data.items()})
+        converted.update({key: default_convert(value) for key, value in data.items()})
         return converted
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
-        return type(data)(*(my_default_convert(item) for item in data))
+        return type(data)(*(default_convert(item) for item in data))
     if isinstance(data, (tuple, list)):
-        return [my_default_convert(item) for item in data]
+        return [default_convert(item) for item in data]
     return data  # tensors, Python numbers, strings: unchanged
 
 

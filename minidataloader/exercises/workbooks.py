@@ -1,0 +1,402 @@
+"""The workbooks (``notebooks/NN_slug.ipynb``) are made from the chapters (``book/NN_slug.md``).
+
+    python -m minidataloader.exercises.workbooks           # write every workbook
+    python -m minidataloader.exercises.workbooks --check   # fail if one differs (what tests run)
+    make workbooks                                         # the same as the first line
+
+A chapter says what its workbook holds; nothing is written twice:
+
+- every ``exercise`` directive becomes "## Exercise k: <title>", its statement, and each of
+  its hints as a collapsed ``<details>`` block (a hint is an ``admonition`` whose class has
+  ``hint``, titled e.g. "Hint 1: a nudge"; the book shows it as a collapsed dropdown);
+- every cell tagged ``workbook`` is copied in the chapter's order. A cell meant for the
+  workbook only also carries ``remove-cell`` (and, for code, ``skip-execution``), so that the
+  book neither shows nor runs it;
+- the stub of an exercise is a ``workbook`` code cell tagged ``exercise``, after the exercise
+  and before the next one; the generator puts ``check(<name>)`` after it. A stub whose first
+  line is ``%%piece <module>.<Name>`` is a piece of the learner's own loader: its body is left
+  empty in the chapter and filled here from the shipped stub file
+  (``minidataloader/exercises/learner/stubs/<module>.py``), or, when an earlier chapter already
+  asked for that piece, becomes ``%piece <module>.<Name>``: the learner's current version is
+  loaded into the cell to be grown.
+
+A workbook-only cell placed between an exercise and the next belongs to the first one's
+section: put lead-ins and follow-ups right after the exercise directive, and sections of
+their own (with a "## " heading) before the exercise they lead to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import pathlib
+import re
+import sys
+from dataclasses import dataclass, field
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WORKBOOK_TAGS = ("workbook", "remove-cell", "skip-execution")
+_EXERCISE = re.compile(r"^````\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^````[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
+_HINT = re.compile(r"^```\{(?:admonition\}[ \t]*(?P<title>[^\n]*)|hint\}[ \t]*)\n"
+                   r"(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^```[ \t]*$",
+                   re.MULTILINE | re.DOTALL)
+_OPTION = re.compile(r"^:(\w[\w-]*):[ \t]*(.*)$", re.MULTILINE)
+_MYST_ONLY = re.compile(r"\{[a-z][\w:-]*\}`|^```\{|^:::", re.MULTILINE)
+_PIECE = re.compile(r"^%%piece[ \t]+(?P<piece>[\w.]+)[ \t]*$")
+
+
+class ChapterError(ValueError):
+    """A chapter breaks the workbook conventions; the message says where and what to do."""
+
+
+@dataclass
+class Hint:
+    title: str
+    body: str
+
+
+@dataclass
+class ExerciseText:
+    title: str
+    label: str
+    statement: str
+    hints: list[Hint]
+
+
+@dataclass
+class Section:
+    """One exercise and the workbook cells that follow it (up to the next exercise)."""
+
+    exercise: ExerciseText
+    cells: list = field(default_factory=list)  # nbformat cells, as they go into the workbook
+
+
+def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
+    """Split an exercise directive into its label, statement and hints."""
+    options = {}
+    lines = body.split("\n")
+    while lines and lines[0].startswith(":"):
+        match = _OPTION.match(lines.pop(0))
+        if match:
+            options[match.group(1)] = match.group(2)
+    rest = "\n".join(lines)
+    hints, kept, last = [], [], 0
+    for match in _HINT.finditer(rest):
+        classes = dict(_OPTION.findall(match.group("options"))).get("class", "").split()
+        if match.group("title") is not None and "hint" not in classes:
+            continue  # another admonition: part of the statement
+        if "dropdown" not in classes:
+            raise ChapterError(f"{where}: a hint is collapsed until the reader opens it: give "
+                               f"it `:class: dropdown hint`")
+        hints.append(Hint(match.group("title") or "Hint", match.group("body").strip()))
+        kept.append(rest[last:match.start()])
+        last = match.end()
+    kept.append(rest[last:])
+    statement = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    for text in [statement] + [hint.body for hint in hints]:
+        myst = _MYST_ONLY.search(text)
+        if myst:
+            raise ChapterError(f"{where}: exercise {title!r} uses MyST syntax ({myst.group(0)!r}) "
+                               f"that a notebook cannot show: write plain Markdown in statements "
+                               f"and hints")
+    if not statement:
+        raise ChapterError(f"{where}: exercise {title!r} has no statement")
+    return ExerciseText(title.strip(), options.get("label", ""), statement, hints)
+
+
+def defined_name(source: str, where: str) -> str:
+    """The one top-level function or class a stub defines."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ChapterError(f"{where}: the stub does not parse: {error}") from error
+    names = [node.name for node in tree.body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if len(names) != 1:
+        raise ChapterError(f"{where}: a stub defines exactly one function or class, found {names}")
+    return names[0]
+
+
+def _markdown(source: str, **metadata):
+    import nbformat
+
+    return nbformat.v4.new_markdown_cell(source, metadata=metadata)
+
+
+def _code(source: str, **metadata):
+    import nbformat
+
+    return nbformat.v4.new_code_cell(source, metadata=metadata)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.metadata.get("tags", []))
+
+
+def _check_workbook_only(cell, where: str) -> None:
+    tags = _tags(cell)
+    if "workbook" in tags and "remove-cell" in tags:
+        needed = WORKBOOK_TAGS if cell.cell_type == "code" else WORKBOOK_TAGS[:2]
+        missing = [t for t in needed if t not in tags]
+        if missing:
+            raise ChapterError(f"{where}: a workbook-only cell needs the tags {list(needed)} "
+                               f"(missing {missing}): {cell.source[:60]!r}")
+    elif "exercise" in tags:
+        raise ChapterError(f"{where}: a stub is for the workbook only: tag it "
+                           f"{list(WORKBOOK_TAGS)} and 'exercise'")
+
+
+def _workbook_copy(cell):
+    """The cell as the workbook gets it: only the tags that mean something there."""
+    tags = [t for t in _tags(cell) if t not in WORKBOOK_TAGS]
+    metadata = {"tags": tags} if tags else {}
+    if cell.cell_type == "code":
+        return _code(cell.source, **metadata)
+    return _markdown(cell.source, **metadata)
+
+
+def chapter_number(path: pathlib.Path) -> int:
+    return int(path.name[:2])
+
+
+def chapter_title(notebook, path: pathlib.Path) -> str:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"^# \d+\.\s*(.+)$", cell.source, re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    raise ChapterError(f"{path.name}: no '# N. Title' heading")
+
+
+def read_sections(notebook, path: pathlib.Path) -> tuple[list, list[Section]]:
+    """The workbook cells before the first exercise, and one section per exercise."""
+    preamble: list = []
+    sections: list[Section] = []
+    for index, cell in enumerate(notebook.cells):
+        where = f"{path.name}, cell {index + 1}"
+        if cell.cell_type == "markdown":
+            for match in _EXERCISE.finditer(cell.source):
+                if "workbook" in _tags(cell):
+                    raise ChapterError(f"{where}: an exercise cannot sit in a workbook-only cell")
+                sections.append(Section(parse_exercise(match.group("title"),
+                                                       match.group("body"), where)))
+        _check_workbook_only(cell, where)
+        if "workbook" not in _tags(cell):
+            continue
+        if "exercise" in _tags(cell) and not sections:
+            raise ChapterError(f"{where}: a stub before the first exercise")
+        (sections[-1].cells if sections else preamble).append((where, cell))
+    return preamble, sections
+
+
+# ---------------------------------------------------------------------------------------
+# The stubs of the learner's pieces
+
+
+def piece_stub(piece: str, where: str) -> str:
+    from .learner import stub_region
+
+    try:
+        return stub_region(piece)
+    except KeyError as error:
+        raise ChapterError(f"{where}: {error.args[0]}") from None
+
+
+def piece_exercise(piece: str, chapter: str, where: str):
+    """The exercise of this chapter that asks for ``piece``, and whether an earlier chapter
+    asked for it already (then the learner grows their own version)."""
+    from ._framework import exercises
+
+    asking = [e for e in exercises().values() if e.piece == piece]
+    here = [e for e in asking if e.chapter == chapter]
+    if len(here) != 1:
+        raise ChapterError(f"{where}: {len(here)} exercises of {chapter} have piece={piece!r}; "
+                           f"register exactly one (Exercise(piece=...))")
+    earlier = any(e.chapter < chapter for e in asking)
+    return here[0], earlier
+
+
+def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
+    """The stub cell as the workbook gets it, and its check cell."""
+    from ._framework import exercises
+
+    first, _, body = cell.source.partition("\n")
+    piece = _PIECE.match(first)
+    if piece:
+        if body.strip():
+            raise ChapterError(f"{where}: leave the body of a %%piece cell empty: it comes from "
+                               f"the stub file")
+        exercise, earlier = piece_exercise(piece.group("piece"), chapter, where)
+        if earlier:
+            source = f"%piece {piece.group('piece')}"
+        else:
+            source = f"%%piece {piece.group('piece')}\n{piece_stub(piece.group('piece'), where)}"
+        metadata = {"piece": piece.group("piece")}
+        name = piece.group("piece").split(".")[1]
+    else:
+        source = cell.source
+        name = defined_name(source, where)
+        exercise = exercises().get(name)
+        if exercise is None or exercise.chapter != chapter:
+            raise ChapterError(f"{where}: the stub defines {name!r}, which is no exercise of "
+                               f"{chapter}")
+        metadata = {}
+    if "raise NotImplementedError" not in source and not source.startswith("%piece "):
+        raise ChapterError(f"{where}: a stub raises NotImplementedError")
+    if not re.search(rf"`{re.escape(name)}\b", statement):
+        raise ChapterError(f"{where}: the stub of {name!r} follows an exercise whose statement "
+                           f"does not name it: is it under the right exercise?")
+    metadata["solution"] = f"{chapter}.{exercise.reference.__name__}"
+    stub = _code(source, tags=["exercise"], minidataloader=metadata)
+    called = "" if exercise.name == name else f", name={exercise.name!r}"
+    return [stub, _code(f"check({name}{called})")]
+
+
+# ---------------------------------------------------------------------------------------
+# The workbook
+
+
+def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool) -> str:
+    lines = [
+        f"# Workbook {number}: {title}",
+        "",
+        f"The exercises of chapter {number} of the minidataloader book, each followed by a "
+        f"check. This notebook is made from the chapter (`book/{stem}.md`) by "
+        f"`make workbooks`: the statements and hints are the chapter's own, and the chapter "
+        f"explains everything used here.",
+        "",
+        "1. Run the first code cell.",
+        "2. For each exercise, replace `raise NotImplementedError` with your code and run the "
+        "cell.",
+        "3. Run the `check(...)` cell below it. The verdict is **✔ passed**, **✘ failed** "
+        "(with the case that went wrong, what was expected, what your code gave and a hint), "
+        "or **not attempted yet** while your code still raises `NotImplementedError`.",
+        "",
+        "Your code runs in a separate process with a time limit: an endless loop or a crash "
+        "gives a verdict instead of freezing this notebook. Stuck? Open the hints one at a "
+        "time: a nudge first, then more.",
+    ]
+    if pieces:
+        lines += [
+            "",
+            "Cells that start with `%%piece` build **your own DataLoader**. Running one saves "
+            "the cell into your package, `notebooks/myloader/` (the first line names the file "
+            "and the piece), and later chapters build on what you saved there. Keep what a "
+            "piece needs inside its cell (imports and helpers included): the cell is all "
+            "that goes into the file. A cell that starts with `%piece` loads your current "
+            "version of a piece, to grow it. `python -m minidataloader.exercises.learner "
+            "status` lists your pieces; `... learner reset` starts over (it asks first and "
+            "keeps a backup).",
+        ]
+    if milestone:
+        lines += [
+            "",
+            "The **milestone** at the end checks your package as a whole against torch's "
+            "`DataLoader`, and names the piece to look at when something differs.",
+        ]
+    return "\n".join(lines)
+
+
+def _hints_markdown(hints: list[Hint]) -> str:
+    return "\n\n".join(f"<details><summary>{hint.title}</summary>\n\n{hint.body}\n\n</details>"
+                       for hint in hints)
+
+
+def build_workbook(path: pathlib.Path, text: str | None = None):
+    """The workbook of one chapter, as an nbformat notebook."""
+    import jupytext
+    import nbformat
+
+    source = path.read_text() if text is None else text
+    chapter = jupytext.reads(source, fmt="md:myst")
+    number = chapter_number(path)
+    tag = f"ch{number:02d}"
+    preamble, sections = read_sections(chapter, path)
+    if not sections:
+        raise ChapterError(f"{path.name}: no exercise")
+    every = [cell for _, cell in preamble] + [cell for s in sections for _, cell in s.cells]
+    pieces = any(_PIECE.match(c.source.split("\n", 1)[0]) for c in every)
+    milestone = any(c.cell_type == "code" and re.search(r"^milestone\(", c.source, re.MULTILINE)
+                    for c in every)
+
+    cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
+                              milestone))]
+    cells += [_workbook_copy(cell) for _, cell in preamble]
+    for k, section in enumerate(sections, 1):
+        exercise = section.exercise
+        text = f"## Exercise {k}: {exercise.title}\n\n{exercise.statement}"
+        if exercise.hints:
+            text += "\n\n" + _hints_markdown(exercise.hints)
+        cells.append(_markdown(text))
+        stubs = [(where, c) for where, c in section.cells if "exercise" in _tags(c)]
+        if len(stubs) != 1:
+            raise ChapterError(f"{path.name}: exercise {exercise.title!r} has {len(stubs)} stub "
+                               f"cells; it needs exactly one (a workbook cell tagged 'exercise')")
+        for where, cell in section.cells:
+            if "exercise" in _tags(cell):
+                cells += _stub_cells(cell, tag, where, exercise.statement)
+            else:
+                cells.append(_workbook_copy(cell))
+    for index, cell in enumerate(cells):
+        cell["id"] = f"{tag}-{index:02d}"
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                       "name": "python3"},
+        "language_info": {"name": "python"}})
+    notebook.nbformat_minor = 5
+    return notebook
+
+
+def workbook_text(path: pathlib.Path, text: str | None = None) -> str:
+    import nbformat
+
+    return nbformat.writes(build_workbook(path, text)) + "\n"
+
+
+def chapters(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+    return sorted((root / "book").glob("[0-9][0-9]_*.md"))
+
+
+def workbook_path(chapter: pathlib.Path) -> pathlib.Path:
+    return chapter.parent.parent / "notebooks" / f"{chapter.stem}.ipynb"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minidataloader.exercises.workbooks",
+        description="Make notebooks/NN_slug.ipynb from book/NN_slug.md.")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; fail if a committed workbook differs")
+    parser.add_argument("--root", type=pathlib.Path, default=ROOT,
+                        help="the repository (default: %(default)s)")
+    arguments = parser.parse_args(argv)
+    stale = []
+    for chapter in chapters(arguments.root):
+        target = workbook_path(chapter)
+        try:
+            made = workbook_text(chapter)
+        except ChapterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        current = target.read_text() if target.exists() else ""
+        if made == current:
+            continue
+        if arguments.check:
+            stale.append(target)
+            diff = difflib.unified_diff(current.splitlines(), made.splitlines(),
+                                        str(target), "made from " + chapter.name, lineterm="", n=1)
+            print("\n".join(list(diff)[:40]), file=sys.stderr)
+        else:
+            target.write_text(made)
+            print(f"wrote {target.relative_to(arguments.root)}")
+    if stale:
+        print(f"\n{len(stale)} workbook(s) differ from their chapters: run `make workbooks` "
+              f"and commit the result", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

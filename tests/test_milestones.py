@@ -1,0 +1,160 @@
+"""Milestones on learners' packages: the reference pieces pass (in this process with fork, from
+a terminal with spawn), the stubs are "not attempted yet", and broken packages get the right
+verdict, naming the piece, within their time limits, with no process left behind."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from minidataloader.exercises import milestone
+from minidataloader.exercises.learner import (
+    ensure_package,
+    fill_with_solutions,
+    piece_exercises,
+    reference_source,
+    write_piece,
+)
+from minidataloader.exercises.milestones import milestones
+from tests.support.mp_procs import children, wait_gone
+
+SLACK = 10.0  # seconds beyond the time limits a loaded machine may need
+
+
+@pytest.fixture(autouse=True)
+def no_process_left():
+    before = set(children())  # e.g. multiprocessing's resource tracker, started earlier
+    yield
+    left = set(children()) - before
+    assert not left, f"processes left behind: {left}"
+
+
+def solved(tmp_path, chapter: int = 5) -> pathlib.Path:
+    package = tmp_path / "notebooks" / "myloader"
+    fill_with_solutions(package, chapter)
+    return package
+
+
+def broken(tmp_path, piece: str, old: str, new: str) -> pathlib.Path:
+    """The reference package with one piece changed: ``old`` replaced by ``new``."""
+    package = solved(tmp_path)
+    source = reference_source(piece_exercises()[piece][-1])
+    assert old in source, f"{piece}'s reference changed: update this test"
+    write_piece(package, piece, source.replace(old, new), force=True)
+    return package
+
+
+def test_the_reference_pieces_pass_milestone_5(tmp_path):
+    verdict = milestone(5, solved(tmp_path))
+    assert verdict.passed, str(verdict)
+    text = str(verdict)
+    assert text.startswith("✔ passed: milestone 5")
+    assert "all 11 pass their checks" in text and "136 configurations" in text
+    assert "the diabetes network, loss for loss" in text
+    assert "mdl-milestone" in verdict._repr_html_()
+
+
+def test_milestone_5_from_a_terminal_with_spawn(tmp_path):
+    package = solved(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "minidataloader.exercises.milestones", "5",
+                           str(package), "--start-method", "spawn"],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("✔ passed: milestone 5")
+
+
+def test_the_stubs_are_not_attempted_yet(tmp_path):
+    package = tmp_path / "myloader"
+    ensure_package(package)
+    verdict = milestone(5, package)
+    assert verdict.status == "not attempted" and "none of its pieces" in verdict.summary
+    assert str(verdict).startswith("not attempted yet: milestone 5")
+
+
+def timed(package, limit: float):
+    start = time.monotonic()
+    verdict = milestone(5, package)
+    assert time.monotonic() - start < limit, f"verdict after {time.monotonic() - start:.0f} s"
+    assert verdict.status == "failed", str(verdict)
+    return str(verdict)
+
+
+def test_a_sampler_off_by_one_is_named(tmp_path):
+    package = broken(tmp_path, "sampler.SequentialSampler", "range(len(self.data_source))",
+                     "range(1, len(self.data_source) + 1)")
+    text = timed(package, 30 + SLACK)
+    assert "SequentialSampler (sampler.py)" in text and "expected 0, got 1" in text
+
+
+def test_a_loader_that_delegates_to_torch_is_refused(tmp_path):
+    package = broken(tmp_path, "dataloader.DataLoader", "return SingleProcessIterator(self)",
+                     "import torch.utils.data\n"
+                     "            return iter(torch.utils.data.DataLoader(\n"
+                     "                self.dataset, batch_sampler=self.batch_sampler,\n"
+                     "                collate_fn=self.collate_fn))")
+    text = timed(package, 30 + SLACK)
+    assert "DataLoader (dataloader.py)" in text
+    assert "your code used torch.utils.data.DataLoader" in text
+
+
+def test_an_iterator_that_never_stops_is_stopped(tmp_path):
+    package = broken(tmp_path, "dataloader.SingleProcessIterator",
+                     "return self.fetcher.fetch(next(self.indices))",
+                     "while True:\n            pass")
+    text = timed(package, 60 + SLACK)
+    assert "SingleProcessIterator (dataloader.py)" in text and "took longer than" in text
+
+
+def test_a_piece_wrong_beyond_its_hidden_cases_is_found_by_swapping(tmp_path):
+    """A RandomSampler that draws one extra permutation for datasets of 37 samples passes its
+    own check (no hidden case has 37 samples); the random configurations catch it, and the
+    swap of pieces names it."""
+    package = broken(tmp_path, "sampler.RandomSampler", "        n = len(self.data_source)\n",
+                     "        n = len(self.data_source)\n"
+                     "        if n == 37:\n"
+                     "            torch.randperm(n, generator=self.generator)\n")
+    text = timed(package, 60 + SLACK)
+    assert "all 11 pass their checks" in text
+    assert "✘ 136 configurations" in text and "37 samples" in text
+    assert "with the reference RandomSampler in place of yours" in text
+    assert "· the diabetes network, loss for loss: after the step above passes" in text
+
+
+def test_a_package_that_does_not_import(tmp_path):
+    package = solved(tmp_path)
+    (package / "fetch.py").write_text((package / "fetch.py").read_text() + "\ndef broken(:\n")
+    verdict = milestone(5, package)
+    assert verdict.status == "failed" and "does not import: SyntaxError" in verdict.summary
+
+
+def test_an_iterator_that_leaves_processes_behind_leaves_none_after_the_milestone(tmp_path):
+    """Milestone 5 does not judge processes (milestone 10 does), but whatever the learner's
+    loader starts is gone when the verdict arrives."""
+    started = tmp_path / "started"
+    package = broken(tmp_path, "dataloader.SingleProcessIterator",
+                     "        self.loader = loader\n",
+                     "        self.loader = loader\n"
+                     "        import multiprocessing, os, time\n"
+                     "        if not hasattr(SingleProcessIterator, 'helper'):  # once a process\n"
+                     "            def linger():\n"
+                     f"                with open({str(started)!r}, 'a') as file:\n"
+                     "                    file.write(f'{os.getpid()}\\n')\n"
+                     "                time.sleep(1000)\n"
+                     "            SingleProcessIterator.helper = multiprocessing.get_context(\n"
+                     "                'fork').Process(target=linger)\n"
+                     "            SingleProcessIterator.helper.start()\n")
+    milestone(5, package)
+    pids = [int(line) for line in started.read_text().split()]
+    assert pids, "the broken iterator started no process: this test tests nothing"
+    wait_gone(pids, within=5.0)  # a killed process takes a moment to go
+
+
+def test_part_two_milestones_are_declared_and_say_so(tmp_path):
+    assert set(milestones()) == {5, 7, 10, 13}
+    verdict = milestone(7, solved(tmp_path))
+    assert verdict.status == "not attempted" and "not written yet" in verdict.summary
+    assert milestone(6, solved(tmp_path)).summary.startswith("there is no milestone 6")

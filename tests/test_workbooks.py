@@ -1,0 +1,204 @@
+"""The workbooks are made from the chapters (``minidataloader.exercises.workbooks``): the
+committed ones are exactly what the generator makes, a chapter survives a round trip through
+jupytext (JupyterLab's "Open With, Jupytext Notebook", then save), and the markup's rules
+give errors that say what to fix."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import jupytext
+import nbformat
+import pytest
+
+from minidataloader.exercises import workbooks
+from minidataloader.exercises.workbooks import ChapterError, build_workbook, workbook_text
+
+CHAPTERS = workbooks.chapters()
+
+
+def ids(path: pathlib.Path) -> str:
+    return path.stem
+
+
+def test_every_chapter_has_a_workbook():
+    assert len(CHAPTERS) == 13
+    for chapter in CHAPTERS:
+        assert workbooks.workbook_path(chapter).exists(), chapter.name
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_committed_workbook_is_what_its_chapter_makes(chapter):
+    committed = workbooks.workbook_path(chapter).read_text()
+    assert workbook_text(chapter) == committed, (
+        f"notebooks/{chapter.stem}.ipynb differs from what book/{chapter.name} makes: run "
+        f"`make workbooks` and commit the result (edit the chapter, never the workbook)")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_a_chapter_survives_a_round_trip_through_jupytext(chapter):
+    """Opened as a notebook in JupyterLab and saved, a chapter makes the same workbook."""
+    saved = jupytext.writes(jupytext.read(chapter), fmt="md:myst")
+    assert workbook_text(chapter, saved) == workbook_text(chapter)
+
+
+def _exercises(chapter: pathlib.Path) -> list[tuple[str, str]]:
+    """(title, body) of every exercise directive, read straight from the chapter's text."""
+    return re.findall(r"^````\{exercise\} ([^\n]*)\n(.*?)^````$", chapter.read_text(),
+                      re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=ids)
+def test_the_workbook_carries_the_chapters_statements_and_hints(chapter):
+    notebook = build_workbook(chapter)
+    markdown = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    headings = [m for m in markdown if m.startswith("## Exercise ")]
+    found = _exercises(chapter)
+    assert len(headings) == len(found)
+    for k, ((title, body), cell) in enumerate(zip(found, headings), 1):
+        assert cell.startswith(f"## Exercise {k}: {title}\n")
+        hints = re.findall(r"^```\{admonition\} ([^\n]*)\n:class: dropdown hint\n(.*?)^```$", body,
+                           re.MULTILINE | re.DOTALL)
+        assert hints, f"{chapter.name}: exercise {title!r} has no hint"
+        for hint_title, hint_body in hints:
+            assert (f"<details><summary>{hint_title}</summary>\n\n{hint_body.strip()}\n\n"
+                    f"</details>") in cell
+        first_paragraph = body.split("\n\n")[1].strip()
+        assert first_paragraph in cell, f"{chapter.name}: {title!r}"
+    assert not any("*Hint:*" in m for m in markdown), "hints are collapsed, never plain text"
+
+
+def test_chapter_1s_statement_reaches_its_workbook():
+    """The workbook used to paraphrase the chapter and lost its rules (issue 14)."""
+    notebook = build_workbook(CHAPTERS[0])
+    text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    assert "(or `epoch_arithmetic`)" in " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------
+# The markup's rules, on a small chapter of its own
+
+HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+    format_version: 0.13
+kernelspec:
+  display_name: Python 3 (ipykernel)
+  language: python
+  name: python3
+---
+
+# 1. A chapter
+
+Book text.
+"""
+EXERCISE = """
+````{exercise} Iterations per epoch
+:label: demo-iterations
+
+Write `iterations_per_epoch(dataset_size, batch_size, drop_last=False)`.
+
+```{admonition} Hint 1: a nudge
+:class: dropdown hint
+Think of `//`.
+```
+
+```{admonition} Hint 2: near-code
+:class: dropdown hint
+`dataset_size // batch_size`, and one more for a remainder.
+```
+````
+"""
+STUB = """
+```{code-cell} ipython3
+:tags: [workbook, exercise, remove-cell, skip-execution]
+
+def iterations_per_epoch(dataset_size, batch_size, drop_last=False):
+    raise NotImplementedError
+```
+"""
+ONLY_HERE = """
++++ {"tags": ["workbook", "remove-cell"]}
+
+Try it:
+
+```{code-cell} ipython3
+:tags: [workbook, remove-cell, skip-execution]
+
+print(iterations_per_epoch(10, 3))
+```
+
++++
+
+More book text.
+"""
+DEMO = pathlib.Path("book/01_demo.md")
+
+
+def make(text: str):
+    return build_workbook(DEMO, HEADER + text)
+
+
+def test_a_small_chapter_becomes_a_workbook():
+    notebook = make(EXERCISE + STUB + ONLY_HERE)
+    nbformat.validate(notebook)
+    cells = [(c.cell_type, c.source) for c in notebook.cells]
+    assert cells[0][1].startswith("# Workbook 1: A chapter")
+    assert cells[1][1].startswith("## Exercise 1: Iterations per epoch\n\nWrite `iterations")
+    assert "<details><summary>Hint 1: a nudge</summary>\n\nThink of `//`.\n\n</details>" in cells[1][1]
+    assert "Hint 2: near-code" in cells[1][1]
+    stub = notebook.cells[2]
+    assert stub.metadata["tags"] == ["exercise"]
+    assert stub.metadata["minidataloader"] == {"solution": "ch01.iterations_per_epoch"}
+    assert cells[3] == ("code", "check(iterations_per_epoch)")
+    assert cells[4:] == [("markdown", "Try it:"), ("code", "print(iterations_per_epoch(10, 3))")]
+    assert all("More book text" not in source for _, source in cells)
+    assert all(c.outputs == [] for c in notebook.cells if c.cell_type == "code")
+
+
+def test_a_piece_stub_comes_from_the_learners_stub_file():
+    stub = STUB.replace("def iterations_per_epoch(dataset_size, batch_size, drop_last=False):\n"
+                        "    raise NotImplementedError\n", "%%piece sampler.SequentialSampler\n")
+    text = EXERCISE.replace("Write `iterations_per_epoch(dataset_size, batch_size, "
+                            "drop_last=False)`.", "Write `SequentialSampler`.")
+    notebook = build_workbook(pathlib.Path("book/03_demo.md"),
+                              HEADER.replace("# 1.", "# 3.") + text + stub)
+    cell = notebook.cells[2]
+    assert cell.source.startswith("%%piece sampler.SequentialSampler\nclass SequentialSampler(")
+    assert cell.metadata["minidataloader"] == {"piece": "sampler.SequentialSampler",
+                                               "solution": "ch03.SequentialSampler"}
+    assert notebook.cells[3].source == "check(SequentialSampler)"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (EXERCISE, "has 0 stub cells"),
+    (EXERCISE + STUB + STUB, "has 2 stub cells"),
+    (EXERCISE.replace("dropdown hint", "hint") + STUB, "collapsed"),
+    (EXERCISE.replace("Think of `//`.", "See {doc}`02_dataset`.") + STUB, "MyST syntax"),
+    (EXERCISE + STUB.replace("exercise, remove-cell, skip-execution", "exercise, remove-cell"),
+     "skip-execution"),
+    (EXERCISE.replace("iterations_per_epoch(", "last_batch_size(") + STUB, "does not name it"),
+    (EXERCISE + STUB.replace("def iterations_per_epoch", "def no_such_exercise"),
+     "no exercise"),
+    (EXERCISE.replace("`iterations_per_epoch(", "`SequentialSampler` `iterations_per_epoch(")
+     + STUB.replace("\ndef iterations", "%%piece sampler.SequentialSampler\ndef iterations"),
+     "leave the body"),
+    (STUB + EXERCISE, "before the first exercise"),
+])
+def test_broken_markup_says_what_to_fix(text, message):
+    with pytest.raises(ChapterError, match=re.escape(message)):
+        make(text)
+
+
+def test_the_check_mode_finds_a_stale_workbook(tmp_path):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    chapter = tmp_path / "book" / "01_demo.md"
+    chapter.write_text(HEADER + EXERCISE + STUB)
+    assert workbooks.main(["--root", str(tmp_path)]) == 0
+    assert workbooks.main(["--root", str(tmp_path), "--check"]) == 0
+    chapter.write_text(HEADER + EXERCISE.replace("Think of", "Think about") + STUB)
+    assert workbooks.main(["--root", str(tmp_path), "--check"]) == 1
