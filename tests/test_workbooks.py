@@ -173,8 +173,33 @@ def test_a_piece_stub_comes_from_the_learners_stub_file():
     assert notebook.cells[3].source == "check(SequentialSampler)"
 
 
+DISCUSSION = """
++++ {"tags": ["workbook"]}
+
+Make every sample ten times slower: what happens to the best `num_workers`?
+
+```{admonition} Discussion
+:class: dropdown
+More workers pay off, up to the number of cores.
+```
+
++++
+"""
+
+
+def test_a_collapsed_admonition_in_a_workbook_cell_becomes_details():
+    notebook = make(EXERCISE + STUB + DISCUSSION)
+    text = notebook.cells[-1].source
+    assert text.startswith("Make every sample ten times slower")
+    assert text.endswith("<details><summary>Discussion</summary>\n\nMore workers pay off, up "
+                         "to the number of cores.\n\n</details>")
+    assert "{admonition}" not in text
+
+
 @pytest.mark.parametrize(("text", "message"), [
     (EXERCISE, "has 0 stub cells"),
+    (EXERCISE + STUB + DISCUSSION.replace(":class: dropdown\n", ""), "collapsed admonitions"),
+    (EXERCISE + STUB + DISCUSSION.replace("`num_workers`", "{term}`num_workers`"), "MyST syntax"),
     (EXERCISE + STUB + STUB, "has 2 stub cells"),
     (EXERCISE.replace("dropdown hint", "hint") + STUB, "collapsed"),
     (EXERCISE.replace("Think of `//`.", "See {doc}`02_dataset`.") + STUB, "MyST syntax"),

@@ -11,7 +11,9 @@ A chapter says what its workbook holds; nothing is written twice:
   ``hint``, titled e.g. "Hint 1: a nudge"; the book shows it as a collapsed dropdown);
 - every cell tagged ``workbook`` is copied in the chapter's order. A cell meant for the
   workbook only also carries ``remove-cell`` (and, for code, ``skip-execution``), so that the
-  book neither shows nor runs it;
+  book neither shows nor runs it. A markdown cell may hold collapsed admonitions (an
+  experiment's "Discussion", a prediction's "Answer": ``:class: dropdown``), which become
+  collapsed ``<details>`` blocks; no other MyST syntax;
 - the stub of an exercise is a ``workbook`` code cell tagged ``exercise``, after the exercise
   and before the next one; the generator puts ``check(<name>)`` after it. A stub whose first
   line is ``%%piece <module>.<Name>`` is a piece of the learner's own loader: its body is left
@@ -43,7 +45,7 @@ _HINT = re.compile(r"^```\{(?:admonition\}[ \t]*(?P<title>[^\n]*)|hint\}[ \t]*)\
                    r"(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^```[ \t]*$",
                    re.MULTILINE | re.DOTALL)
 _OPTION = re.compile(r"^:(\w[\w-]*):[ \t]*(.*)$", re.MULTILINE)
-_MYST_ONLY = re.compile(r"\{[a-z][\w:-]*\}`|^```\{|^:::", re.MULTILINE)
+_MYST_ONLY = re.compile(r"(?<!`)\{[a-z][\w:-]*\}`|^```\{|^:::", re.MULTILINE)  # a role, not `{x}`
 _PIECE = re.compile(r"^%%piece[ \t]+(?P<piece>[\w.]+)[ \t]*$")
 
 
@@ -148,13 +150,36 @@ def _check_workbook_only(cell, where: str) -> None:
                            f"{list(WORKBOOK_TAGS)} and 'exercise'")
 
 
-def _workbook_copy(cell):
+def _collapsed_blocks(text: str, where: str) -> str:
+    """A workbook markdown cell's collapsed admonitions (``:class: dropdown ...``: the
+    discussion of an experiment, the answer to a prediction) as ``<details>`` blocks, which a
+    notebook shows collapsed too. Any other MyST syntax is refused: a notebook cannot show it."""
+
+    def details(match) -> str:
+        classes = dict(_OPTION.findall(match.group("options"))).get("class", "").split()
+        if match.group("title") is None or "dropdown" not in classes:
+            raise ChapterError(f"{where}: a workbook cell may hold only collapsed admonitions "
+                               f"(`{{admonition}} Title` with `:class: dropdown`): "
+                               f"{match.group(0)[:60]!r}")
+        return (f"<details><summary>{match.group('title').strip()}</summary>\n\n"
+                f"{match.group('body').strip()}\n\n</details>")
+
+    text = _HINT.sub(details, text)
+    myst = _MYST_ONLY.search(text)
+    if myst:
+        raise ChapterError(f"{where}: a workbook cell uses MyST syntax ({myst.group(0)!r}) that a "
+                           f"notebook cannot show: write plain Markdown (a collapsed admonition "
+                           f"is the one exception)")
+    return text
+
+
+def _workbook_copy(cell, where: str = "a workbook cell"):
     """The cell as the workbook gets it: only the tags that mean something there."""
     tags = [t for t in _tags(cell) if t not in WORKBOOK_TAGS]
     metadata = {"tags": tags} if tags else {}
     if cell.cell_type == "code":
         return _code(cell.source, **metadata)
-    return _markdown(cell.source, **metadata)
+    return _markdown(_collapsed_blocks(cell.source, where), **metadata)
 
 
 def chapter_number(path: pathlib.Path) -> int:
@@ -323,7 +348,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
 
     cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
                               milestone))]
-    cells += [_workbook_copy(cell) for _, cell in preamble]
+    cells += [_workbook_copy(cell, where) for where, cell in preamble]
     for k, section in enumerate(sections, 1):
         exercise = section.exercise
         text = f"## Exercise {k}: {exercise.title}\n\n{exercise.statement}"
@@ -338,7 +363,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
             if "exercise" in _tags(cell):
                 cells += _stub_cells(cell, tag, where, exercise.statement)
             else:
-                cells.append(_workbook_copy(cell))
+                cells.append(_workbook_copy(cell, where))
     for index, cell in enumerate(cells):
         cell["id"] = f"{tag}-{index:02d}"
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={
