@@ -19,7 +19,9 @@ Tools:
   (``seed_everything``, ``outcome``, ``same``, ``error_text``);
 - :mod:`~minidataloader.demo.processes`: watching processes from ``/proc`` (chapter 10,
   the multi-process tests);
-- :mod:`~minidataloader.demo.notebook`: cell time limits, captured stderr, HTML columns.
+- :mod:`~minidataloader.demo.notebook`: cell time limits, captured stderr, HTML columns;
+- :mod:`~minidataloader.demo.resumable_training`: a training script that checkpoints
+  mid-epoch, can be killed at any moment and resumes exactly (chapter 14, its tests).
 
 Chapters' experiments:
 
