@@ -1,9 +1,11 @@
 """Shared fixtures. The browser fixture opens pages in headless Chromium (Debian's, or the one
 MINIDATALOADER_CHROMIUM names) through Playwright and fails the test on any request that
-leaves the machine or any console error."""
+leaves the machine or any console error. Every test of the folders that start worker processes
+has a time limit, so that a hang fails."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pathlib
 from urllib.parse import urlparse
@@ -23,6 +25,24 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
+# Folders whose tests start worker processes (plus bounded joins and subprocess timeouts inside).
+WORKER_FOLDERS = (ROOT / "tests" / "multiprocess", ROOT / "tests" / "stateful")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.parent in WORKER_FOLDERS and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(60))
+
+
+@pytest.fixture(autouse=True)
+def collect_garbage_iterators(request):
+    """Iterators caught in reference cycles are shut down by the garbage collector whenever
+    it runs: in the worker folders, make that happen between tests, not in the middle of the
+    next one, and before forked workers inherit them."""
+    yield
+    if request.path.parent in WORKER_FOLDERS:
+        gc.collect()
 
 
 def is_local(url: str) -> bool:
