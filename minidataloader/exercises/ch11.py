@@ -9,10 +9,12 @@ equal cost.
 
 from __future__ import annotations
 
-import numpy as np
+import random
+
 import torch
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
+from ..demo.ch11_performance import text_lengths
 from ._compare import close
 from ._framework import Case, Exercise, register, take
 from .solutions import ch11 as solutions
@@ -216,15 +218,14 @@ register(Exercise(
 
 
 def _budget_cases() -> list[Case]:
-    rng = np.random.default_rng(17)
-
     def case(lengths, max_tokens, seed, hint, description=None):
         return Case({"lengths": lengths, "max_tokens": max_tokens, "seed": seed},
                     description=description or (f"lengths={lengths}, max_tokens={max_tokens}, "
                                                 f"generator seeded with {seed}"),
                     hint=hint)
 
-    tail = [int(x) for x in np.clip(rng.lognormal(3.5, 1.0, 600), 2, 1000).round()]
+    tail = text_lengths(600, seed=17)  # most a few dozen tokens, a few several hundred
+    rng = random.Random(4)
     return [
         case(tail, 2048, 0,
              "shuffle the indices with the generator, sort them by length, fill each batch "
@@ -241,7 +242,7 @@ def _budget_cases() -> list[Case]:
              "a batch costs its padded size, len(batch) * its longest sample, not the sum of "
              "its lengths: ten samples of 1 token and one of 50 padded together are 11 * 50 = "
              "550 tokens"),
-        case([int(x) for x in rng.integers(1, 40, 9)], 64, 4,
+        case([rng.randint(1, 40) for _ in range(9)], 64, 4,
              "build the batches from the generator only: two samplers with generators seeded "
              "alike give the same batches, and the global RNG is not touched"),
         case([5, 300, 20], 256, 5,
