@@ -1,6 +1,7 @@
 """Chapter 11's demo pieces (minidataloader/demo/ch11_performance.py): the batched dataset
 gives torch's batches, the transfer experiment and the memory reader work, the committed
-report can be replaced by the reader's own. Measurements are never compared with a number
+report can be replaced by the reader's own, samples of different lengths are measured against
+the ideal epoch. Measurements are never compared with a number
 here (that is the chapter's job, with margins); only their shape and their sense."""
 
 from __future__ import annotations
@@ -136,3 +137,47 @@ def test_workers_set_torchs_pool_to_one_thread_but_not_numpys(data):
     assert seen == {None: {main["numpy BLAS threads"]},
                     "blas_threads_by_environment": {main["numpy BLAS threads"]},
                     "one_blas_thread": {1}}
+
+
+def test_sliced_batches_without_a_generator_follow_random_sampler():
+    features, labels = _table(rows=50)
+    torch.manual_seed(7)
+    order = list(tud.RandomSampler(range(50)))  # a seed from the global generator, then its own
+    after = torch.rand(1)
+    torch.manual_seed(7)
+    sliced = list(solutions.sliced_batches(features, labels, 16))
+    assert torch.equal(torch.cat([y for _, y in sliced]), labels[order])
+    assert torch.equal(torch.rand(1), after)  # the same draws from the global generator
+
+
+def test_text_lengths_have_a_long_tail():
+    lengths = perf.text_lengths(500)
+    assert lengths == perf.text_lengths(500) and len(lengths) == 500
+    assert all(2 <= n <= 1000 and isinstance(n, int) for n in lengths)
+    assert max(lengths) > 5 * sorted(lengths)[250]
+
+
+def test_token_budget_batches_are_the_same_in_either_loader():
+    lengths = perf.text_lengths(300)
+    epochs = {}
+    for data in (tud, mdl):
+        sampler = solutions.TokenBudgetBatchSampler(lengths, 1024,
+                                                    generator=torch.Generator().manual_seed(1))
+        loader = data.DataLoader(perf.TokenSamples(lengths, 0.0), batch_sampler=sampler,
+                                 collate_fn=perf.keep_batch)
+        epochs[data.__name__] = [list(loader), list(loader)]
+        assert len(loader) == len(epochs[data.__name__][0])
+    theirs, ours = epochs.values()
+    assert theirs == ours and theirs[0] != theirs[1]
+    for batches in theirs:
+        assert sorted(i for batch in batches for i in batch) == list(range(300))
+        assert max(len(batch) * max(lengths[i] for i in batch) for batch in batches) <= 1024
+
+
+@linux
+@pytest.mark.timeout(120)
+def test_epoch_vs_ideal_is_no_faster_than_the_ideal():
+    lengths = [10] * 16  # four batches of equal work: two per worker
+    ratios = perf.epoch_vs_ideal({"fours": mdl.BatchSampler(range(16), 4, drop_last=False)},
+                                 lengths, 1e-4, rounds=1, in_order=False)
+    assert set(ratios) == {"fours"} and 0.95 < ratios["fours"] < 60

@@ -67,6 +67,7 @@ def gathered():
     jobs.append(("seeds, alike", demo.worker_seeds_job, {"seed": 5}))
     jobs.append(("seeds, by rank", demo.worker_seeds_job, {"seed": 5, "seed_by_rank": True}))
     jobs.append(("uneven, Join", demo.uneven_training_job, {"join": True}))
+    jobs.append(("even, no Join", demo.uneven_training_job, {"join": False, "even": True}))
     return demo.spawn_ranks(jobs, world_size=WORLD_SIZE, timeout=180)
 
 
@@ -157,6 +158,13 @@ def test_join_lets_ranks_with_unequal_shares_finish_with_one_model(gathered):
     assert ranks[0]["weights"] == ranks[1]["weights"]
 
 
+def test_even_shares_keep_the_ranks_in_step_without_join(gathered):
+    ranks = gathered["even, no Join"]  # 13 samples: rank 1's share padded with sample 0
+    assert [r["batches"] for r in ranks] == [r["steps"] for r in ranks] == [4, 4]
+    assert all(r["error"] is None for r in ranks)
+    assert ranks[0]["weights"] == ranks[1]["weights"]
+
+
 def test_a_failing_rank_ends_the_run_with_its_error():
     start = time.monotonic()
     # whichever rank's end is noticed first: rank 1's own error, or rank 0's gather that
@@ -192,6 +200,12 @@ def test_chapter_12_solutions_agree_with_torch(n, num_replicas, drop_last):
             ours.set_epoch(epoch)
             theirs.set_epoch(epoch)
             assert list(ours) == list(theirs) and len(ours) == len(theirs)
+    items = [f"line {i}" for i in range(n)]
+    for rank in range(num_replicas):  # the chapter's even stream: torch's share, no workers
+        positions = DistributedSampler(range(n), num_replicas, rank, shuffle=False,
+                                       drop_last=drop_last)
+        stream = ch12.EvenStream(items, rank, num_replicas, drop_last)
+        assert list(stream) == [items[p] for p in positions] and len(stream) == len(positions)
     if n and not drop_last:
         flags = [i % 3 != 0 for i in range(n)]
         unshuffled = [DistributedSampler(range(n), num_replicas, rank, shuffle=False)

@@ -7,13 +7,18 @@ started with any start method find them. (The benchmark's report: :mod:`minidata
   row at a time, or a whole batch by one slice (``__getitems__``).
 - :class:`SharedArray`: a large numpy array that every worker reads, and that reports the
   process that fetched each sample, for measuring memory per worker.
+- :class:`TokenSamples`, :func:`text_lengths` and :func:`epoch_vs_ideal`: samples of
+  different lengths whose loading takes time in proportion to their length, for measuring
+  how evenly a batch sampler shares the work among the workers.
 - :func:`memory_kib`: a process's memory from ``/proc/<pid>/smaps_rollup`` (Linux).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
+import statistics
 import time
 
 import numpy as np
@@ -213,3 +218,61 @@ def one_blas_thread(worker_id: int) -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
+
+
+# ---------------------------------------------------------------------------------------
+# Samples of different lengths: what a batch costs to load
+
+
+def text_lengths(n: int, seed: int = 0) -> list[int]:
+    """``n`` sample lengths in tokens with a long tail, as texts and audio clips have: most a
+    few dozen, a few several hundred (log-normal, from a generator of its own)."""
+    rng = np.random.default_rng(seed)
+    return [int(x) for x in np.clip(rng.lognormal(3.5, 1.0, n), 2, 1000).round()]
+
+
+class TokenSamples(Dataset):
+    """Sample ``i`` has ``lengths[i]`` tokens, and loading it takes ``seconds_per_token`` per
+    token, asleep (a longer text or clip takes longer to read and decode; asleep, so that
+    the workers overlap even on a busy machine). A batch is read by one ``__getitems__``
+    call and is the list of its indices: use ``collate_fn=keep_batch``."""
+
+    def __init__(self, lengths, seconds_per_token: float):
+        self.lengths, self.seconds_per_token = lengths, seconds_per_token
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def __getitems__(self, indices):
+        time.sleep(self.seconds_per_token * sum(self.lengths[i] for i in indices))
+        return list(indices)
+
+
+def epoch_vs_ideal(batch_samplers: dict, lengths, seconds_per_token: float,
+                   num_workers: int = 2, rounds: int = 3, **loader_options) -> dict[str, float]:
+    """For each batch sampler (by name), the median time of an epoch of
+    :class:`TokenSamples` read by ``num_workers`` workers, as a multiple of the ideal: the
+    total loading time shared out perfectly among the workers. The workers are persistent
+    and started by a first epoch that is not measured; the samplers take turns, round after
+    round. ``loader_options`` go to the DataLoader (``prefetch_factor``, ``in_order``)."""
+    import minidataloader
+
+    dataset = TokenSamples(lengths, seconds_per_token)
+    fork = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    loaders = {name: minidataloader.DataLoader(
+                   dataset, batch_sampler=sampler, collate_fn=keep_batch,
+                   num_workers=num_workers, persistent_workers=True,
+                   multiprocessing_context=fork, **loader_options)
+               for name, sampler in batch_samplers.items()}
+    for loader in loaders.values():  # starts the workers
+        for _ in loader:
+            pass
+    seconds = {name: [] for name in loaders}
+    for _ in range(rounds):
+        for name, loader in loaders.items():
+            start = time.perf_counter()
+            for _ in loader:
+                pass
+            seconds[name].append(time.perf_counter() - start)
+    ideal = seconds_per_token * sum(lengths) / num_workers
+    return {name: statistics.median(times) / ideal for name, times in seconds.items()}

@@ -22,7 +22,8 @@ returns something JSON can hold. The jobs below are the chapter's experiments:
 - :func:`worker_seeds_job`: the seed and the random crops of every loader worker in every
   rank, with torch's loader and with minidataloader's, when the ranks seed torch alike;
 - :func:`uneven_training_job`: a tiny DistributedDataParallel model trained on shares of
-  unequal length, with and without ``torch.distributed.algorithms.Join``.
+  unequal length, with and without ``torch.distributed.algorithms.Join``, and on the even
+  shares of the chapter's ``EvenStream`` exercise, without Join.
 """
 
 from __future__ import annotations
@@ -173,10 +174,12 @@ def worker_seeds_job(dataset_size: int = 8, num_workers: int = 2, seed: int | No
 
 
 def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool = True,
-                        timeout: float = 3.0) -> dict:
+                        timeout: float = 3.0, even: bool = False) -> dict:
     """Train a one-input linear model with DistributedDataParallel on this rank's share of a
     RankWorkerStream of ``dataset_size`` samples: with an odd size and two ranks, rank 0 has
-    one batch more than rank 1. With ``join`` the loop runs inside ``Join([model])``.
+    one batch more than rank 1. With ``join`` the loop runs inside ``Join([model])``. With
+    ``even``, the stream is the chapter's ``EvenStream`` (its exercise's solution): the
+    shares are padded to one length, and every rank has as many batches.
 
     The model's process group is a new one with a ``timeout`` of a few seconds: without
     Join, a rank that waits for a partner who has left gives up after it (the default group
@@ -188,12 +191,19 @@ def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool 
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(1, 1), process_group=group)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = minidataloader.DataLoader(RankWorkerStream(dataset_size), batch_size=batch_size)
+    if even:
+        from minidataloader.exercises.solutions.ch12 import EvenStream
+
+        stream = EvenStream(list(range(dataset_size)), dist.get_rank(), dist.get_world_size())
+    else:
+        stream = RankWorkerStream(dataset_size)
+    loader = minidataloader.DataLoader(stream, batch_size=batch_size)
     steps, error = 0, None
     start = time.monotonic()
     try:
         with Join([model], enable=join):
-            for samples, _ in loader:
+            for batch in loader:
+                samples = batch if even else batch[0]  # RankWorkerStream adds the worker
                 x = samples.float().unsqueeze(1) / dataset_size
                 optimizer.zero_grad()
                 ((model(x) - 2 * x) ** 2).mean().backward()  # learn y = 2x

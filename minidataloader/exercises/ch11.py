@@ -1,16 +1,20 @@
 """Chapter 11 (performance): the exercises and their hidden cases.
 
 Timings cannot be checked (they change from run to run), so the exercises work on what
-measurements give: a benchmark report, a sweep's results, the events of a trace; and one
-builds the fastest loader of all for a table in memory, which must give the same batches as
-a shuffling DataLoader.
+measurements give: a benchmark report, a sweep's results, the events of a trace. Two build
+components: the fastest loader of all for a table in memory, which must give the same
+batches as a shuffling DataLoader, and a batch sampler that gives the workers batches of
+equal cost.
 """
 
 from __future__ import annotations
 
+import random
+
 import torch
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
+from ..demo.ch11_performance import text_lengths
 from ._compare import close
 from ._framework import Case, Exercise, register, take
 from .solutions import ch11 as solutions
@@ -155,35 +159,46 @@ def _tables() -> list[Case]:
     cases = []
     for rows, columns, batch_size, seed, hint in [
         (10, 3, 4, 0, "shuffle with torch.randperm(n, generator=generator), as RandomSampler "
-                      "does; the last batch holds the 2 rows left over"),
+                      "does with a generator; the last batch holds the 2 rows left over"),
         (12, 2, 4, 1, "12 rows in batches of 4: three full batches"),
         (5, 4, 8, 2, "fewer rows than one batch: one batch of all 5 rows, shuffled"),
         (1, 1, 1, 3, "one row, batches of one"),
         (300, 8, 64, 4, "slice features[indices] and labels[indices] with a tensor of "
                         "indices: one gather per batch"),
+        (10, 3, 4, None, "no generator: RandomSampler does not permute with the global "
+                         "generator; it draws a 64-bit seed from it "
+                         "(torch.empty((), dtype=torch.int64).random_()) and permutes with "
+                         "a new generator seeded with that: one draw from the global RNG"),
     ]:
         features = torch.randn(rows, columns, generator=generator)
         labels = torch.randint(0, 10, (rows,), generator=generator)
+        given = "no generator" if seed is None else f"a generator seeded with {seed}"
         cases.append(Case(
             {"features": features, "labels": labels, "batch_size": batch_size, "seed": seed},
             description=(f"features: {rows}x{columns} floats, labels: {rows} ints, "
-                         f"batch_size={batch_size}, generator seeded with {seed}"),
+                         f"batch_size={batch_size}, {given}"),
             hint=hint))
     return cases
 
 
-def _use_sliced_batches(implementation, case: Case) -> list:
+def _use_sliced_batches(implementation, case: Case) -> dict:
     inputs = dict(case.inputs)
-    generator = torch.Generator().manual_seed(inputs.pop("seed"))
+    seed = inputs.pop("seed")
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
     batches = implementation(**inputs, generator=generator)
     n, b = len(inputs["labels"]), inputs["batch_size"]
-    return take(batches, limit=-(-n // b) + 1)  # an endless generator: a verdict
+    return {"batches": take(batches, limit=-(-n // b) + 1),  # an endless generator: a verdict
+            "the global RNG afterwards: torch.randint(1000, (3,))":
+                torch.randint(1000, (3,)).tolist()}
 
 
-def _torch_batches(features, labels, batch_size, generator):
-    """torch's answer: a DataLoader over the table, in RandomSampler's order."""
+def _torch_batches(features, labels, batch_size, generator=None):
+    """torch's answer: a DataLoader over the table, in RandomSampler's order (the loader's
+    own base seed comes from a generator of its own, so that only the sampler draws from the
+    global RNG)."""
+    sampler = RandomSampler(range(len(labels)), generator=generator)
     loader = DataLoader(TensorDataset(features, labels), batch_size=batch_size,
-                        sampler=RandomSampler(range(len(labels)), generator=generator))
+                        sampler=sampler, generator=torch.Generator())
     return (tuple(batch) for batch in loader)
 
 
@@ -192,7 +207,105 @@ register(Exercise(
     oracle=_torch_batches,
     cases=_tables,
     run=_use_sliced_batches,
-    hint=("draw one permutation, order = torch.randperm(len(labels), generator=generator), "
-          "then yield the tuple (features[idx], labels[idx]) for each slice idx of batch_size "
-          "indices"),
+    hint=("draw one permutation, as RandomSampler does (with the generator, or without one "
+          "from a generator seeded by one draw from the global generator), then yield the "
+          "tuple (features[idx], labels[idx]) for each slice idx of batch_size indices"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 5. A batch sampler that gives every worker the same work
+
+
+def _budget_cases() -> list[Case]:
+    def case(lengths, max_tokens, seed, hint, description=None):
+        return Case({"lengths": lengths, "max_tokens": max_tokens, "seed": seed},
+                    description=description or (f"lengths={lengths}, max_tokens={max_tokens}, "
+                                                f"generator seeded with {seed}"),
+                    hint=hint)
+
+    tail = text_lengths(600, seed=17)  # most a few dozen tokens, a few several hundred
+    rng = random.Random(4)
+    return [
+        case(tail, 2048, 0,
+             "shuffle the indices with the generator, sort them by length, fill each batch "
+             "while its padded size, len(batch) * its longest sample, stays within max_tokens; "
+             "then yield the batches in a random order",
+             description=f"600 lengths from {min(tail)} to {max(tail)} tokens (most a few "
+                         f"dozen), max_tokens=2048, generator seeded with 0"),
+        case([10] * 25, 64, 1,
+             "every sample has 10 tokens: 6 fit in 64 (60 tokens), 7 do not (70): batches of "
+             "6, and one of the 1 left over"),
+        case([16] * 8, 64, 2,
+             "a batch may fill max_tokens exactly: 4 samples of 16 tokens are 64, they fit"),
+        case([1] * 10 + [50], 60, 3,
+             "a batch costs its padded size, len(batch) * its longest sample, not the sum of "
+             "its lengths: ten samples of 1 token and one of 50 padded together are 11 * 50 = "
+             "550 tokens"),
+        case([rng.randint(1, 40) for _ in range(9)], 64, 4,
+             "build the batches from the generator only: two samplers with generators seeded "
+             "alike give the same batches, and the global RNG is not touched"),
+        case([5, 300, 20], 256, 5,
+             "a sample longer than max_tokens can never fit in a batch: raise ValueError in "
+             "__init__"),
+        case(tail[:200], 1024, None,
+             "without a generator, shuffle with torch's global generator: a script that calls "
+             "torch.manual_seed gets the same batches every time",
+             description="200 lengths, max_tokens=1024, no generator"),
+    ]
+
+
+def _padded(batch, lengths) -> int:
+    return len(batch) * max(lengths[i] for i in batch)
+
+
+def _use_budget_sampler(implementation, case: Case) -> dict:
+    """What a training loop observes over two epochs, and what the workers and the step get."""
+    lengths, max_tokens, seed = (case.inputs[k] for k in ("lengths", "max_tokens", "seed"))
+    n = len(lengths)
+
+    def sampler(lengths):
+        generator = None if seed is None else torch.Generator().manual_seed(seed)
+        return implementation(lengths, max_tokens, generator=generator)
+
+    first_sampler, twin_sampler = sampler(lengths), sampler(list(lengths))
+    if seed is None:
+        torch.manual_seed(0)
+    first, second = take(first_sampler, n + 1), take(first_sampler, n + 1)
+    if seed is None:
+        torch.manual_seed(0)
+    twin = take(twin_sampler, n + 1)
+    seen = {
+        "every index exactly once, in each epoch":
+            [sorted(i for batch in epoch for i in batch) for epoch in (first, second)]
+            == [list(range(n))] * 2,
+        "every batch is a list of indices": all(type(b) is list for b in first + second),
+        "batches whose padded size (len(batch) * longest) is over max_tokens":
+            sorted(p for p in (_padded(b, lengths) for b in first + second) if p > max_tokens),
+        "batch sizes, largest first (each batch filled while the next sample fits)":
+            sorted((len(batch) for batch in first), reverse=True),
+        "len(sampler): the number of batches in an epoch": len(first_sampler),
+    }
+    if n >= 100:  # enough batches that a shuffled order is never sorted by chance
+        longest = [max(lengths[i] for i in batch) for batch in first]
+        seen["the batches in a random order, not sorted by length"] = (
+            longest not in (sorted(longest), sorted(longest, reverse=True)))
+        seen["another order in the next epoch"] = first != second
+    if seed is None:
+        seen["torch.manual_seed(0) first: the same batches again"] = first == twin
+    else:
+        seen["the same batches from a generator seeded alike"] = first == twin
+        seen["the global RNG afterwards: torch.randint(1000, (3,))"] = (
+            torch.randint(1000, (3,)).tolist())
+    return seen
+
+
+register(Exercise(
+    reference=solutions.TokenBudgetBatchSampler,
+    cases=_budget_cases,
+    run=_use_budget_sampler,
+    hint=("shuffle with the generator, sort by length, start a new batch when "
+          "(len(batch) + 1) * the next sample's length would pass max_tokens, and yield the "
+          "batches in an order drawn from the generator"),
+    time_limit=4.0,
 ))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 
-from torch.utils.data import DistributedSampler
+from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, get_worker_info
 
 from ._compare import close
 from ._framework import Case, Exercise, register, take
+from .ch07 import WORKER_INFO, more_workers_than_cpus_is_fine, workers_for_a_check
 from .solutions import ch12 as solutions
 
 FINISHED_PIECE = ("minidataloader.distributed.DistributedSampler",)
@@ -180,4 +181,97 @@ register(Exercise(
                                          (9, 1, 3, 0, 1)]],
     hint=("number the readers: reader = rank * num_workers + worker_id, out of "
           "world_size * num_workers; each reader takes every readers-th sample from its own"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# A stream that keeps the ranks in step
+
+
+class _TorchEvenStream(IterableDataset):
+    """torch's answer: each rank's share is what torch's DistributedSampler (shuffle=False)
+    deals it; the rank's workers split the share as chapter 7's ShardedStream does."""
+
+    def __init__(self, items, rank, world_size, drop_last=False):
+        self.items = items
+        self.sampler = DistributedSampler(range(len(items)), world_size, rank, shuffle=False,
+                                          drop_last=drop_last)
+
+    def __iter__(self):
+        share = [self.items[position] for position in self.sampler]
+        info = get_worker_info()
+        return iter(share if info is None else share[info.id::info.num_workers])
+
+    def __len__(self):
+        return len(self.sampler)
+
+
+def _even_cases() -> list[Case]:
+    def case(n, world_size, workers, batch_size, drop_last, hint):
+        return Case({"items": [100 + i for i in range(n)], "world_size": world_size,
+                     "num_workers": workers, "batch_size": batch_size, "drop_last": drop_last},
+                    description=(f"items = [100, 101, …, {99 + n}], world_size={world_size}, "
+                                 f"drop_last={drop_last}; each rank reads its stream with "
+                                 f"DataLoader(batch_size={batch_size}, num_workers={workers})"),
+                    hint=hint)
+
+    return [
+        case(10, 2, 0, 2, False,
+             "no workers: the rank's process reads its whole share; the ranks share the items "
+             "out like cards, rank 0 taking items 100, 102, 104, …"),
+        case(9, 2, 0, 2, False,
+             "9 items over 2 ranks: dealt as they are, rank 0 would read 5 (3 batches) and "
+             "rank 1 only 4 (2 batches), and rank 0's third step would wait for rank 1 "
+             "forever. Pad as DistributedSampler does: rank 1's share ends with item 100 again"),
+        case(9, 2, 0, 2, True,
+             "drop_last=True: cut instead, 4 items each; item 108 is not read in this epoch"),
+        case(20, 2, 2, 3, False,
+             "with workers, the rank's workers split its share: worker w of W reads every W-th "
+             "item of the share from its w-th (chapter 7); each item of a share comes once"),
+        case(13, 2, 2, 2, False,
+             "pad each rank's share (at most world_size - 1 repeats in all), then split it "
+             "among the workers; padding every worker's part instead repeats more items"),
+        case(3, 4, 0, 2, False,
+             "more ranks than items: every rank still reads one item; rank 3 reads item 100 "
+             "again"),
+        case(10, 3, 3, 2, True,
+             "drop_last=True with workers: 3 items per rank, one per worker"),
+        case(4, 2, 3, 2, False,
+             "more workers than items in a share: worker 2 reads nothing, in every rank alike"),
+    ]
+
+
+def _use_even_stream(implementation, case: Case) -> dict:
+    """Every rank's loader, read in turn (no process group is needed to read a stream that
+    is told its rank): what each rank trains on, and whether the ranks stay in step."""
+    items, world_size, workers, batch_size, drop_last = (
+        case.inputs[k] for k in ("items", "world_size", "num_workers", "batch_size", "drop_last"))
+    lengths, batches = [], []
+    with more_workers_than_cpus_is_fine():
+        for rank in range(world_size):
+            stream = implementation(items, rank, world_size, drop_last=drop_last)
+            loader = DataLoader(stream, batch_size=batch_size, **workers_for_a_check(workers))
+            batches.append([batch.tolist() for batch in take(loader, 2 * len(items) + 4)])
+            lengths.append(len(stream))
+    return {
+        "number of steps (batches) of each rank":
+            [len(rank_batches) for rank_batches in batches],
+        "every item read by all the ranks together, sorted":
+            sorted(item for rank_batches in batches for batch in rank_batches for item in batch),
+        "len(stream) in each rank": lengths,
+        "each rank's batches, in the order its loader yields them": batches,
+    }
+
+
+register(Exercise(
+    reference=solutions.EvenStream,
+    oracle=_TorchEvenStream,
+    cases=_even_cases,
+    run=_use_even_stream,
+    hint=("first the rank's share, padded or cut as DistributedSampler deals it (your "
+          "rank_indices), then, in a worker, every num_workers-th item of it from the "
+          "worker's id; len is the share's length"),
+    forbidden=FINISHED_PIECE,
+    allowed=WORKER_INFO,
+    time_limit=5.0,
 ))

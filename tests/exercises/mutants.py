@@ -592,6 +592,37 @@ CH11 = [
     m("sliced_batches", "yields lists",
       [("yield features[indices], labels[indices]", "yield [features[indices], labels[indices]]")],
       "expected a tuple"),
+    m("sliced_batches", "permutes with the global generator when none is given",
+      [("    if generator is None:  # as RandomSampler: a seed from the global generator, then its own\n"
+        "        seed = int(torch.empty((), dtype=torch.int64).random_())\n"
+        "        generator = torch.Generator().manual_seed(seed)\n", "")],
+      "draws a 64-bit seed from it"),
+    m("TokenBudgetBatchSampler", "budgets the sum of the lengths, not the padded size",
+      [("if batch and (len(batch) + 1) * self.lengths[index] > self.max_tokens:",
+        "if batch and sum(self.lengths[i] for i in batch) + self.lengths[index] > self.max_tokens:")],
+      "over max_tokens"),
+    m("TokenBudgetBatchSampler", "counts the batch without the sample to add (one too many)",
+      [("if batch and (len(batch) + 1) * self.lengths[index] > self.max_tokens:",
+        "if batch and len(batch) * self.lengths[index] > self.max_tokens:")],
+      "over max_tokens"),
+    m("TokenBudgetBatchSampler", "forgets the last batch",
+      [("        if batch:\n            batches.append(batch)\n", "")],
+      "every index exactly once"),
+    m("TokenBudgetBatchSampler", "yields the batches in length order",
+      [("        for i in torch.randperm(len(batches), generator=self.generator).tolist():\n"
+        "            yield batches[i]", "        yield from batches")],
+      "random order, not sorted by length"),
+    m("TokenBudgetBatchSampler", "shuffles with the global generator",
+      [("torch.randperm(len(self.lengths), generator=self.generator)",
+        "torch.randperm(len(self.lengths))")],
+      "seeded alike"),
+    m("TokenBudgetBatchSampler", "takes in a sample longer than max_tokens",
+      [("if max(lengths) > max_tokens:", "if False:")],
+      "raise ValueError"),
+    m("TokenBudgetBatchSampler", "counts the samples in len()",
+      [("return len(self._fill(sorted(range(len(self.lengths)), key=lambda i: self.lengths[i])))",
+        "return len(self.lengths)")],
+      "len(sampler)"),
 ]
 
 CH12 = [
@@ -638,6 +669,22 @@ CH12 = [
     m("stream_shard", "shares out among one rank's workers only",
       [("readers = world_size * num_workers", "readers = num_workers")],
       "readers"),
+    m("EvenStream", "deals the items out without evening the ranks",
+      [("share = rank_indices(self.items, self.world_size, self.rank, self.drop_last)",
+        "share = self.items[self.rank::self.world_size]")],
+      "number of steps (batches) of each rank", "rank 0's third step would wait"),
+    m("EvenStream", "lets every worker read the rank's whole share",
+      [("return iter(share[info.id::info.num_workers])", "return iter(share)")],
+      "workers split its share"),
+    m("EvenStream", "evens out every worker's part instead of the rank's share",
+      [("return iter(share[info.id::info.num_workers])",
+        "return iter(rank_indices(self.items, self.world_size * info.num_workers,\n"
+        "                                 self.rank * info.num_workers + info.id, self.drop_last))")],
+      "split its share"),
+    m("EvenStream", "gives the length of the whole list",
+      [("return shard_sizes(len(self.items), self.world_size, self.drop_last)[0]",
+        "return len(self.items)")],
+      "len(stream)"),
 ]
 
 CH13 = [

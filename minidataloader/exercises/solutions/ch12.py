@@ -1,7 +1,7 @@
 """Chapter 12 (distributed sampling): model solutions."""
 
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import IterableDataset, Sampler, get_worker_info
 
 
 def shard_sizes(dataset_size, num_replicas, drop_last=False):
@@ -59,3 +59,23 @@ def stream_shard(dataset_size, rank, world_size, worker_id, num_workers):
     reader = rank * num_workers + worker_id  # this worker's number among all the readers
     readers = world_size * num_workers
     return list(range(reader, dataset_size, readers))
+
+
+class EvenStream(IterableDataset):
+    def __init__(self, items, rank, world_size, drop_last=False):
+        self.items = items
+        self.rank = rank  # read in the rank's own process: a worker may have no process group
+        self.world_size = world_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        # first even out the ranks, as DistributedSampler does: every share as long
+        share = rank_indices(self.items, self.world_size, self.rank, self.drop_last)
+        info = get_worker_info()
+        if info is None:  # no workers: the rank's own process reads its whole share
+            return iter(share)
+        # then the rank's workers split its share; worker w of every rank reads as many
+        return iter(share[info.id::info.num_workers])
+
+    def __len__(self):
+        return shard_sizes(len(self.items), self.world_size, self.drop_last)[0]
