@@ -347,8 +347,8 @@ def _case_hint(exercise: Exercise, case: Case) -> str:
     hint = case.hint or exercise.hint
     if not case.tier:
         return hint
-    pointer = f"stuck? Open Hint {case.tier} under the exercise"
-    return f"{hint} ({pointer[0].lower()}{pointer[1:]})" if hint else pointer
+    return (f"{hint} (stuck? open Hint {case.tier} under the exercise)" if hint else
+            f"Stuck? Open Hint {case.tier} under the exercise")
 
 
 def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int | None, dict]:

@@ -25,8 +25,9 @@ from ._compare import difference, short
 from ._verdict import FAILED, NOT_ANSWERED, PASSED, Verdict
 
 NAME = re.compile(r"^ch\d\d-[a-z0-9]+(-[a-z0-9]+)*$")
-_WRONG_AGAIN = ("think again with the hint above, change your answer and run both cells "
-                "again; the collapsed Answer under the question explains it")
+_WRONG_AGAIN = ("think again, change your answer, and run both cells again; the collapsed "
+                "Answer below explains it")
+_MORE = "the collapsed Answer below says more"
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Choice:
                            in_doubt="")
         if letter == self.answer:
             return Verdict(self.name, PASSED, f"{self.name}: {letter} is right", got=letter,
-                           hint="the collapsed Answer under the question says more")
+                           hint=_MORE)
         return Verdict(self.name, FAILED, f"{self.name}: not {letter}", got=letter,
                        problem=self.why[letter], hint=_WRONG_AGAIN, in_doubt="")
 
@@ -124,11 +125,11 @@ class Prediction:
         problem = (self.compare or same_value)(expected, answer)
         if not problem:
             return Verdict(self.name, PASSED, f"{self.name}: right, the real run gives "
-                           f"{short(expected, 60)}", got=short(answer, 60),
-                           hint="the collapsed Answer under the question says more")
+                           f"{short(expected, 60)}", got=short(answer, 60), hint=_MORE)
+        known = tuple(answer) if isinstance(answer, list) else answer
         try:
-            reason = self.mistakes.get(answer)
-        except TypeError:  # an unhashable answer (a list) is no known mistake
+            reason = self.mistakes.get(known)
+        except TypeError:  # an unhashable answer is no known mistake
             reason = None
         return Verdict(self.name, FAILED, f"{self.name}: you predicted {short(answer, 40)}, "
                        f"the real run gives {short(expected, 40)}", expected=short(expected),
@@ -140,13 +141,21 @@ Question = Choice | Prediction
 
 
 def same_value(expected, got) -> str | None:
-    """Numbers by value (a float prediction of a whole number is fine), anything else as
-    ``difference`` compares it."""
+    """A prediction is judged by its value, not its type: numbers by value (``2.0`` is
+    ``2``), a list and a tuple by their items, anything else as ``difference`` compares."""
     numbers = (int, float)
     if isinstance(expected, numbers) and isinstance(got, numbers) and not isinstance(
             expected, bool) and not isinstance(got, bool):
         return None if math.isclose(expected, got, rel_tol=1e-9, abs_tol=0.0) else \
             f"expected {expected!r}, got {got!r}"
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(expected) != len(got):
+            return f"expected {len(expected)} items, got {len(got)}"
+        for index, (e, g) in enumerate(zip(expected, got)):
+            problem = same_value(e, g)
+            if problem:
+                return f"item [{index}]: {problem}"
+        return None
     return difference(expected, got)
 
 
@@ -157,9 +166,8 @@ def _check_name(name: str) -> None:
 
 
 def _not_answered(name: str) -> Verdict:
-    return Verdict(name, NOT_ANSWERED, f"{name}: no answer yet",
-                   hint="replace None with your answer in the cell above, run it, then run "
-                        "this cell")
+    return Verdict(name, NOT_ANSWERED, f"{name}: replace None with your answer in the cell "
+                   f"above, run it, then run this cell")
 
 
 _QUESTIONS: dict[str, Question] = {}
