@@ -449,14 +449,14 @@ def _segments(rows: list[Draw]) -> tuple[list[str], list[tuple[int, Draw]]]:
 
 
 def _when(segment: int, marks: list[str]) -> str:
-    """Where a row lies among the marks, e.g. "between «iter()» and «the first index»"."""
+    """Where a row lies among the marks, e.g. "between the marks «iter()» and «...»"."""
     if not marks:
         return ""
     if segment == 0:
-        return f" before «{marks[0]}»"
+        return f" before the mark «{marks[0]}»"
     if segment == len(marks):
-        return f" after «{marks[-1]}»"
-    return f" between «{marks[segment - 1]}» and «{marks[segment]}»"
+        return f" after the mark «{marks[-1]}»"
+    return f" between the marks «{marks[segment - 1]}» and «{marks[segment]}»"
 
 
 def compare_draws(expected: Iterable[Draw], got: Iterable[Draw], theirs: str = "torch",

@@ -9,8 +9,14 @@ import io
 
 import pytest
 
-from minidataloader.exercises import Choice, Prediction, check_answer, questions, register
-from minidataloader.exercises import workbooks
+from minidataloader.exercises import (
+    Choice,
+    Prediction,
+    check_answer,
+    questions,
+    register,
+    workbooks,
+)
 from minidataloader.exercises._questions import same_value
 
 ITEMS = questions()
