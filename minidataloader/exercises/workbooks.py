@@ -128,7 +128,7 @@ def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
     return ExerciseText(title.strip(), options.get("label", ""), statement, hints)
 
 
-def is_question(title: str, body: str) -> bool:
+def is_question(body: str) -> bool:
     """Whether a four-backtick admonition is a check-yourself item."""
     options = dict(_OPTION.findall(body.split("\n\n", 1)[0]))
     return "check-yourself" in options.get("class", "").split()
@@ -292,7 +292,7 @@ def read_sections(notebook, path: pathlib.Path) -> tuple[list, list[Section]]:
             found += [(m.start(), Section(question=parse_question(m.group("title"),
                                                                   m.group("body"), where)))
                       for m in _QUESTION.finditer(cell.source)
-                      if is_question(m.group("title"), m.group("body"))]
+                      if is_question(m.group("body"))]
             if found and "workbook" in _tags(cell):
                 raise ChapterError(f"{where}: an exercise or a check-yourself item cannot sit in "
                                    f"a workbook-only cell")

@@ -61,7 +61,7 @@ def chapter_items() -> dict[str, tuple[str, object]]:
             if cell.cell_type != "markdown":
                 continue
             for match in workbooks._QUESTION.finditer(cell.source):
-                if workbooks.is_question(match.group("title"), match.group("body")):
+                if workbooks.is_question(match.group("body")):
                     text = workbooks.parse_question(match.group("title"), match.group("body"),
                                                     path.name)
                     assert text.name not in found, f"{text.name} is written twice"
