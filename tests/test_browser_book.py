@@ -1,7 +1,8 @@
 """The built book in a real browser (headless Chromium): the front page and the chapters
-render, their figures load, exercises show with their solutions collapsed and open on a
-click, no check in the book failed, nothing is requested from another host and the console
-stays clean. Screenshots go to _build/screenshots/.
+render, their figures load, exercises show with their solutions and their hint tiers collapsed,
+a tier and a check-yourself item's Answer open on a click, no check in the book failed,
+nothing is requested from another host and the console stays clean. Screenshots go to
+_build/screenshots/.
 
 Runs after the strict book build (``make test``); the fixtures are in conftest.py.
 """
@@ -113,7 +114,44 @@ def test_every_chapter_page_is_clean(page, built_book):
             for k in range(hints.count()):
                 assert "toggle-hidden" in hints.nth(k).get_attribute("class"), (
                     f"{name}: a hint of exercise {i + 1} is open")
+        answers = page.locator(".admonition.check-yourself .admonition.answer")
+        assert answers.count() == page.locator(".admonition.check-yourself").count(), name
+        for k in range(answers.count()):  # check-yourself items: the Answer collapsed
+            assert "toggle-hidden" in answers.nth(k).get_attribute("class"), (
+                f"{name}: the Answer of check-yourself item {k + 1} is open")
         page.watch.assert_clean()
+
+
+def open_on_click(page, box) -> None:
+    """Open a collapsed admonition (a hint tier, an Answer) the way a reader does."""
+    body = box.locator("p").last
+    assert "toggle-hidden" in box.get_attribute("class") and not body.is_visible()
+    box.locator("button.toggle-button").first.click()
+    page.wait_for_timeout(300)
+    assert "toggle-hidden" not in box.get_attribute("class") and body.is_visible()
+
+
+def test_a_hint_tier_and_an_answer_open_on_a_click(page, built_book):
+    open_page(page, built_book / CHAPTER_1)
+    hints = page.locator("div.exercise").first.locator(".admonition.hint")
+    assert [hints.nth(k).locator(".admonition-title").inner_text().strip()
+            for k in range(hints.count())] == ["Hint 1: a nudge", "Hint 2: the approach",
+                                               "Hint 3: near-code"]
+    second = hints.nth(1)
+    open_on_click(page, second)
+    assert "Integer division counts the full batches" in second.inner_text()
+    assert "toggle-hidden" in hints.nth(2).get_attribute("class")  # one tier at a time
+
+    items = page.locator(".admonition.check-yourself")
+    assert items.count() >= 4
+    first = items.first
+    assert first.locator(".admonition-title").first.inner_text().startswith("Check yourself")
+    answer = first.locator(".admonition.answer")
+    open_on_click(page, answer)
+    assert "b. The batch sampler decides" in answer.inner_text()
+    answer.scroll_into_view_if_needed()
+    page.screenshot(path=str(built_book.parent / "screenshots" / "chapter_01_answer.png"))
+    page.watch.assert_clean()
 
 
 def chapter_pages(built_book):

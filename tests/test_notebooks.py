@@ -2,20 +2,22 @@
 with a learner's package (``myloader``) next to it:
 
 - as shipped, the package made from the stubs: every check and milestone says "not attempted
-  yet", and the notebook runs to its end;
+  yet", every check-yourself item "not answered yet", and the notebook runs to its end;
 - answered as a learner answers them, the package holding the reference pieces of the earlier
   chapters (a learner who did the workbooks in order): every check and milestone passes. A
   piece's stub cell gets the piece's reference source under its ``%%piece`` line (running it
   saves the piece into the package); any other stub gets the source of its solution from
   ``minidataloader/exercises/solutions/chNN.py``, with the imports and helpers it uses
-  (tests/exercises/answers.py): the code then lives in the notebook, as a learner's does;
+  (tests/exercises/answers.py): the code then lives in the notebook, as a learner's does; every
+  check-yourself item gets its right answer (for a prediction, what the real run gives);
 - the same with ``spawn`` as the start method (what macOS and Windows get): the learner's
   package must be importable by spawned workers.
 
 Convention (made by ``minidataloader.exercises.workbooks`` from the chapters): a stub cell
 carries the tag ``exercise`` and ``"minidataloader": {"solution": "chNN.name"}``, and
 ``"piece": "<module>.<Name>"`` when it writes a piece of the learner's package (its first
-line is then ``%%piece <module>.<Name>``, or ``%piece ...`` to load the learner's version).
+line is then ``%%piece <module>.<Name>``, or ``%piece ...`` to load the learner's version). An
+item's answer cell carries the tag ``answer`` and ``"minidataloader": {"question": "chNN-slug"}``.
 Book chapters are executed by the strict book build, not here.
 """
 
@@ -31,7 +33,7 @@ import nbclient
 import nbformat
 import pytest
 
-from minidataloader.exercises import exercises
+from minidataloader.exercises import exercises, questions
 from minidataloader.exercises.learner import fill_with_solutions, reference_source
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "exercises"))
@@ -39,8 +41,9 @@ from answers import solution_source  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-VERDICTS = ("✔ passed", "✘ failed", "not attempted yet")
+VERDICTS = ("✔ passed", "✘ failed", "not attempted yet", "not answered yet")
 CHECK_CALL = re.compile(r"^\s*(check|milestone)\(", re.MULTILINE)
+ANSWER_CALL = re.compile(r"^\s*check_answer\(", re.MULTILINE)
 SPAWN = "import multiprocessing\nmultiprocessing.set_start_method('spawn', force=True)"
 
 
@@ -60,8 +63,19 @@ def exercise_cells(notebook) -> list:
     return [c for c in notebook.cells if "exercise" in c.metadata.get("tags", [])]
 
 
-def check_cells(notebook) -> list:
-    return [c for c in notebook.cells if c.cell_type == "code" and CHECK_CALL.search(c.source)]
+def check_cells(notebook, call=CHECK_CALL) -> list:
+    return [c for c in notebook.cells if c.cell_type == "code" and call.search(c.source)]
+
+
+def answer_cells(notebook) -> list:
+    return [c for c in notebook.cells if "answer" in c.metadata.get("tags", [])]
+
+
+def answer_questions(notebook) -> None:
+    """Write the right answer into every check-yourself item's answer cell."""
+    for cell in answer_cells(notebook):
+        item = questions()[cell.metadata["minidataloader"]["question"]]
+        cell.source = f"answer = {item.right_answer()!r}"
 
 
 def answer(cell, source: str) -> None:
@@ -109,8 +123,9 @@ def verdicts_of(cell) -> list[str]:
     return found
 
 
-def assert_every_check_says(verdict: str, notebook, path: pathlib.Path) -> None:
-    checks = check_cells(notebook)
+def assert_every_check_says(verdict: str, notebook, path: pathlib.Path,
+                            call=CHECK_CALL) -> None:
+    checks = check_cells(notebook, call)
     assert checks, f"{path.name} has no check cells"
     for cell in checks:
         found = verdicts_of(cell)
@@ -149,6 +164,12 @@ def test_workbook_ships_clean_and_follows_the_convention(path):
             assert name in known, f"{path.name}: no exercise called {name!r}"
         assert "raise NotImplementedError" in cell.source or cell.source.startswith("%piece ")
     assert len(check_cells(notebook)) >= len(stubs), f"{path.name}: an exercise has no check"
+    known_questions = questions()
+    for cell in answer_cells(notebook):
+        name = cell.metadata.get("minidataloader", {}).get("question", "")
+        assert name in known_questions and name.startswith(chapter), (path.name, name)
+        assert cell.source.startswith("answer = None  #"), cell.source
+    assert len(check_cells(notebook, ANSWER_CALL)) == len(answer_cells(notebook))
 
 
 @pytest.mark.parametrize("path", WORKBOOKS, ids=ids)
@@ -156,6 +177,8 @@ def test_workbook_as_shipped_reports_not_attempted(path, tmp_path):
     copy = workbook_folder(path, tmp_path, solved_up_to=None)
     notebook = execute(nbformat.read(copy, as_version=4), tmp_path)
     assert_every_check_says("not attempted yet", notebook, path)
+    if answer_cells(notebook):
+        assert_every_check_says("not answered yet", notebook, path, ANSWER_CALL)
 
 
 @pytest.mark.parametrize("spawn", [False, True], ids=["fork", "spawn"])
@@ -165,4 +188,8 @@ def test_workbook_answered_as_a_learner_passes(path, spawn, tmp_path):
     notebook = nbformat.read(copy, as_version=4)
     for cell in exercise_cells(notebook):
         answer(cell, reference_answer(cell))
-    assert_every_check_says("✔ passed", execute(notebook, tmp_path, spawn), path)
+    answer_questions(notebook)
+    executed = execute(notebook, tmp_path, spawn)
+    assert_every_check_says("✔ passed", executed, path)
+    if answer_cells(executed):
+        assert_every_check_says("✔ passed", executed, path, ANSWER_CALL)

@@ -227,3 +227,79 @@ def test_the_check_mode_finds_a_stale_workbook(tmp_path):
     assert workbooks.main(["--root", str(tmp_path), "--check"]) == 0
     chapter.write_text(HEADER + EXERCISE.replace("Think of", "Think about") + STUB)
     assert workbooks.main(["--root", str(tmp_path), "--check"]) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Check-yourself items
+
+SETUP = """
+```{code-cell} ipython3
+:tags: [workbook, remove-cell, skip-execution]
+
+from minidataloader.exercises import check, check_answer
+```
+"""
+ITEM = """
+````{admonition} Check yourself: why not one sample at a time?
+:class: check-yourself
+:name: ch01-why-mini-batches
+
+Why do we not train with batches of one sample?
+
+- **a.** torch refuses it.
+- **b.** Noisy gradients, and the fixed cost of a step dominates.
+- **c.** Fewer updates.
+- **d.** More memory.
+
+```{admonition} Answer
+:class: dropdown answer
+
+**b.** Each update follows one sample.
+```
+````
+"""
+SEE_IT = """
++++ {"tags": ["workbook", "remove-cell"]}
+
+See it:
+
++++
+"""
+
+
+def test_a_check_yourself_item_becomes_a_question_an_answer_cell_a_check_and_the_answer():
+    notebook = make(SETUP + EXERCISE + STUB + ITEM + SEE_IT)
+    cells = notebook.cells
+    assert "**Check yourself** questions" in cells[0].source
+    start = next(k for k, c in enumerate(cells) if c.source.startswith("## Check yourself"))
+    question, answer, check, shown, after = cells[start:start + 5]
+    assert question.source.startswith("## Check yourself: why not one sample at a time?\n\n"
+                                      "Why do we not train")
+    assert "- **d.** More memory." in question.source and "Answer" not in question.source
+    assert answer.source == 'answer = None  # your choice: "a", "b", "c" or "d"'
+    assert answer.metadata == {"tags": ["answer"],
+                               "minidataloader": {"question": "ch01-why-mini-batches"}}
+    assert check.source == 'check_answer("ch01-why-mini-batches", answer)'
+    assert shown.source == ("<details><summary>Answer</summary>\n\n**b.** Each update follows "
+                            "one sample.\n\n</details>")
+    assert after.source == "See it:"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (SETUP + EXERCISE + STUB + ITEM.replace(":name: ch01-why-mini-batches\n", ""), ":name:"),
+    (SETUP + EXERCISE + STUB + ITEM.replace("ch01-why-mini-batches", "ch01-no-such-item"),
+     "no check-yourself item"),
+    (SETUP + EXERCISE + STUB + ITEM.replace("- **d.** More memory.\n", ""), "lists the options"),
+    (SETUP + EXERCISE + STUB + ITEM.replace("**b.** Each", "**c.** Each"), "`**b.**`"),
+    (SETUP + EXERCISE + STUB + ITEM.replace(":class: dropdown answer", ":class: answer"),
+     "collapsed Answer"),
+    (SETUP + EXERCISE + STUB + ITEM.replace("Check yourself: why", "Quiz: why"),
+     "Check yourself: ..."),
+    (EXERCISE + STUB + ITEM, "import check_answer"),
+    (SETUP + EXERCISE + ITEM + STUB, "after a check-yourself item"),
+    (SETUP + EXERCISE + STUB + ITEM.replace("Why do we not", "See {doc}`02_dataset`: why do we not"),
+     "MyST syntax"),
+])
+def test_broken_item_markup_says_what_to_fix(text, message):
+    with pytest.raises(ChapterError, match=re.escape(message)):
+        make(text)

@@ -10,15 +10,23 @@ NotImplementedError). Jupyter displays the verdict; a script also gets it printe
 For book authors: each chapter declares its exercises in ``chNN.py`` and their model
 solutions in ``solutions/chNN.py``; README.md in this folder explains how to add one, and
 lists every exercise's rules with the hidden cases that test them.
+
+Check-yourself items (``Choice``, ``Prediction``) are registered the same way and answered
+with ``check_answer("chNN-slug", answer)``; ``draws()`` shows which random numbers a piece of
+code draws, from which generator, in which order.
 """
 
 from ._check import ExerciseError, check
 from ._compare import Raised, close, difference, short
+from ._draws import compare_draws, compare_with_draws, draws
 from ._framework import LOADER_PIECES, Case, Exercise, TooManyItems, call, exercises, register, take
+from ._questions import Choice, Prediction, check_answer, questions
 from ._verdict import Verdict
 from .milestones import milestone
 
 __all__ = [
     "check", "milestone", "Verdict", "Exercise", "Case", "register", "exercises", "call", "take",
     "difference", "close", "short", "Raised", "TooManyItems", "ExerciseError", "LOADER_PIECES",
+    "Choice", "Prediction", "check_answer", "questions", "draws", "compare_draws",
+    "compare_with_draws",
 ]

@@ -327,7 +327,7 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
     allowed = ", ".join(exercise.allowed)
     fields = {"name": exercise.name, "total": len(cases), "limit": exercise.time_limit,
               "kept": OUTPUT_KEPT, "allowed": f"; you may use {allowed}" if allowed else "",
-              "case_hint": (cases[index].hint or exercise.hint) if index is not None else "",
+              "case_hint": _case_hint(exercise, cases[index]) if index is not None else "",
               **details}
     verdict = Verdict(exercise=exercise.name, status=wording.verdict,
                       summary=wording.summary.format(**fields),
@@ -340,6 +340,15 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
     if not CAN_FORK and not _inline_note_given:
         verdict.note, _inline_note_given = INLINE_NOTE, True
     return verdict
+
+
+def _case_hint(exercise: Exercise, case: Case) -> str:
+    """The case's hint (or the exercise's), and the hint tier of the exercise it points at."""
+    hint = case.hint or exercise.hint
+    if not case.tier:
+        return hint
+    return (f"{hint} (stuck? open Hint {case.tier} under the exercise)" if hint else
+            f"Stuck? Open Hint {case.tier} under the exercise")
 
 
 def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int | None, dict]:

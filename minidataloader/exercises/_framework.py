@@ -32,12 +32,15 @@ class Case:
     ``inputs`` are handed to the exercise's ``run``; the default ``run`` calls
     ``implementation(**inputs)``. ``description`` is what a failing verdict shows as "case"
     (default: ``name=value, ...``). ``hint`` is shown when this case fails, instead of the
-    exercise's general hint.
+    exercise's general hint. ``tier`` points the reader at the hint of the exercise (in the
+    book and the workbook: Hint 1, 2, 3, ...) that helps with this case: the verdict says
+    "open Hint <tier>". A test checks that the exercise has that many hints.
     """
 
     inputs: dict[str, Any]
     description: str | None = None
     hint: str | None = None
+    tier: int | None = None
 
     def describe(self) -> str:
         if self.description is not None:
@@ -141,8 +144,13 @@ _CHAPTER_MODULE = re.compile(r"ch\d\d$")
 _loaded = False
 
 
-def register(exercise: Exercise) -> Exercise:
-    """Add an exercise to the book's registry. Names are unique across the whole book."""
+def register(exercise):
+    """Add an exercise, or a check-yourself item (``Choice``, ``Prediction``), to the book's
+    registry. Names are unique across the whole book."""
+    from ._questions import Choice, Prediction, register_question
+
+    if isinstance(exercise, (Choice, Prediction)):
+        return register_question(exercise)
     module = exercise.reference.__module__
     exercise.chapter = exercise.chapter or module.rsplit(".", 1)[-1]
     existing = _REGISTRY.get(exercise.name)

@@ -6,11 +6,14 @@ import html
 from dataclasses import dataclass
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
-_MARK = {PASSED: "✔ passed", FAILED: "✘ failed", NOT_ATTEMPTED: "not attempted yet"}
+NOT_ANSWERED = "not answered"  # a check-yourself item whose answer is still None
+_MARK = {PASSED: "✔ passed", FAILED: "✘ failed", NOT_ATTEMPTED: "not attempted yet",
+         NOT_ANSWERED: "not answered yet"}
 _COLOURS = {  # border, background, heading text
     PASSED: ("#2e7d32", "#edf7ee", "#1b5e20"),
     FAILED: ("#c62828", "#fdeeee", "#b71c1c"),
     NOT_ATTEMPTED: ("#757575", "#f4f4f4", "#424242"),
+    NOT_ANSWERED: ("#757575", "#f4f4f4", "#424242"),
 }
 OUTPUT_SHOWN_LINES = 12
 OUTPUT_SHOWN_CHARS = 1_200
@@ -24,11 +27,12 @@ IF_IN_DOUBT = ("sure your code is right? Run the check again (on a busy computer
 class Verdict:
     """The result of ``check(...)``.
 
-    ``status`` is "passed", "failed" or "not attempted"; ``passed`` is a bool. On failure
-    ``case``, ``expected`` and ``got`` say what went wrong where (any may be empty),
-    ``problem`` says it in a sentence and ``hint`` suggests what to look at. ``output`` is
-    what the code printed (truncated), ``note`` anything else worth knowing. A failed verdict
-    also says what to do when you doubt it.
+    ``status`` is "passed", "failed", "not attempted" (or, for a check-yourself item,
+    "not answered"); ``passed`` is a bool. On failure ``case``, ``expected`` and ``got`` say
+    what went wrong where (any may be empty), ``problem`` says it in a sentence and ``hint``
+    suggests what to look at. ``output`` is what the code printed (truncated), ``note``
+    anything else worth knowing. A failed verdict also says what to do when you doubt it:
+    ``in_doubt``, or by default how to rerun a check and report a wrong verdict.
     """
 
     exercise: str
@@ -42,6 +46,7 @@ class Verdict:
     output: str = ""
     printed: int = 0
     note: str = ""
+    in_doubt: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -50,7 +55,8 @@ class Verdict:
     def _rows(self) -> list[tuple[str, str]]:
         rows = [("case", self.case), ("expected", self.expected), ("got", self.got),
                 ("problem", self.problem), ("hint", self.hint), ("note", self.note),
-                ("in doubt", IF_IN_DOUBT if self.status == FAILED else "")]
+                ("in doubt", "" if self.status != FAILED else
+                 IF_IN_DOUBT if self.in_doubt is None else self.in_doubt)]
         return [(label, text) for label, text in rows if text]
 
     def _output_excerpt(self) -> str:

@@ -6,6 +6,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .solutions import ch01 as solutions
 
 FINISHED_PIECE = ("minidataloader.viz.arithmetic.epoch_arithmetic",)
@@ -150,3 +151,58 @@ register(Exercise(
     hint=("features: every column but the last, table[:, :-1]; label: the last column kept "
           "as a column, table[:, -1:], so each label has shape (1,). Return (features, label)"),
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch01-layers", answer="b", why={
+        "a": "the dataset answers squares[i] for each index it is asked for; it never decides "
+             "how many indices a batch holds",
+        "c": "the iterator fetches the indices the batch sampler lists: the lists are made "
+             "before it reads anything",
+        "d": "collating stacks whatever samples it is given: the size of the batch was decided "
+             "before",
+    }))
+
+register(Choice(
+    "ch01-why-mini-batches", answer="b", why={
+        "a": "torch accepts batch_size=1 (and chapter 1 trains with it at the end)",
+        "c": "batches of one give the most updates per epoch: one per sample",
+        "d": "one sample at a time needs the least memory per step",
+    }))
+
+
+def _samples_dropped() -> int:
+    loader = DataLoader(range(1030), batch_size=32, drop_last=True)
+    return 1030 - sum(len(batch) for batch in loader)
+
+
+register(Prediction(
+    "ch01-samples-dropped", measure=_samples_dropped,
+    why="1030 samples make 32 full batches of 32 (1024 samples); drop_last=True drops the "
+        "samples left over",
+    mistakes={32: "32 is the number of full batches (and the batch size); the question asks "
+                  "for the samples that form no batch",
+              0: "with drop_last=True the incomplete batch is dropped: its samples are not "
+                 "used in that epoch",
+              26: "26 samples would fill the last batch; the 6 that are there are dropped"},
+))
+
+register(Choice(
+    "ch01-batchnorm-last-batch", answer="b", why={
+        "a": "1025 % 64 is 1: the last batch holds a single row, and BatchNorm1d in training "
+             "mode cannot compute a variance from one value per channel",
+        "c": "the loader never pads: the last batch holds what is left over",
+        "d": "in evaluation mode batch normalisation uses its running statistics, and takes a "
+             "batch of one row",
+    }))
+
+register(Choice(
+    "ch01-evaluation-order", answer="b", why={
+        "a": "evaluation changes no weight: the mean loss and the accuracy over the whole set "
+             "are the same in any order",
+        "c": "a Subset is a dataset like any other: a shuffled loader can read it",
+        "d": "the validation loader reads as many batches as it needs: here batches of 64",
+    }))

@@ -11,11 +11,12 @@ import warnings
 
 import numpy as np
 import torch
-from torch.utils.data import ConcatDataset, DataLoader, random_split
+from torch.utils.data import ConcatDataset, DataLoader, Dataset, random_split
 
 from ..demo import data_path
 from ._compare import Raised, close
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .solutions import ch02 as solutions
 
 
@@ -345,3 +346,114 @@ register(Exercise(
     run=lambda implementation, case: implementation(case.inputs["scenario"]),
     hint="map-style when you can fetch sample i directly; iterable when you can only read on",
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+
+class _BothMethods(Dataset):
+    """Five squares, with __getitem__ and __getitems__; it counts the calls of each."""
+
+    def __init__(self):
+        self.calls = {"__getitem__": 0, "__getitems__": 0}
+
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, index):
+        self.calls["__getitem__"] += 1
+        return index * index
+
+    def __getitems__(self, indices):
+        self.calls["__getitems__"] += 1
+        return [index * index for index in indices]
+
+
+def _getitem_calls() -> int:
+    dataset = _BothMethods()
+    list(DataLoader(dataset, batch_size=2))
+    return dataset.calls["__getitem__"]
+
+
+register(Prediction(
+    "ch02-getitems-calls", measure=_getitem_calls,
+    why="a dataset with __getitems__ is asked for each batch in one call, with the list of "
+        "the batch's indices",
+    mistakes={5: "5 calls would be one per sample: that is what happens without "
+                 "__getitems__; with it, the loader never calls __getitem__",
+              3: "3 is the number of batches, so of __getitems__ calls; __getitem__ is not "
+                 "called at all"},
+))
+
+register(Choice(
+    "ch02-images-in-init", answer="b", why={
+        "a": "the images could be far larger than the memory: __init__ reads only the "
+             "annotations table, and each image is opened when it is asked for",
+        "c": "transform gets the image only; the label has its own target_transform",
+        "d": "the transforms belong to the dataset: they run in __getitem__, on each sample, "
+             "before the loader collates",
+    }))
+
+
+def _genfromtxt_rows() -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return int(np.genfromtxt(data_path("diabetes.csv.gz"), delimiter=",").shape[0])
+
+
+register(Prediction(
+    "ch02-genfromtxt-rows", measure=_genfromtxt_rows,
+    why="np.genfromtxt does not stop at the header: it turns each value it cannot read into "
+        "nan, so the header becomes one more row",
+    mistakes={768: "768 is the number of data rows; np.genfromtxt reads the header too, as a "
+                   "row of nan",
+              767: "the header is not skipped, and no data row is lost"},
+))
+
+
+def _split_sizes() -> list[int]:
+    pieces = random_split(range(11), [0.5, 0.25, 0.25],
+                          generator=torch.Generator().manual_seed(0))
+    return [len(piece) for piece in pieces]
+
+
+register(Prediction(
+    "ch02-split-fractions", measure=_split_sizes, prompt_text="a list of three sizes",
+    why="each piece gets floor(fraction × 11): 5, 2 and 2; the 2 samples left over are dealt "
+        "out one each, from the first piece on",
+    mistakes={(5, 2, 2): "5, 2 and 2 add up to 9: the 2 samples that flooring leaves over are "
+                         "dealt out too",
+              (6, 3, 3): "6, 3 and 3 add up to 12, one more than the dataset has",
+              (5, 3, 3): "the leftovers go one each to the first pieces first: the first piece "
+                         "gets one, then the second"},
+))
+
+register(Choice(
+    "ch02-stream-two-workers", answer="b", why={
+        "a": "the loader cannot share out a stream: it can deal out indices, and a stream has "
+             "none, so each worker reads its own copy of the whole stream",
+        "c": "workers read streams; they just cannot split them without your help",
+        "d": "nothing makes each worker skip lines unless __iter__ does it (chapter 7 shows "
+             "how, with get_worker_info)",
+    }))
+
+register(Choice(
+    "ch02-copy-on-read", answer="b", why={
+        "a": "reading a Python object changes its reference count: that is a write, and each "
+             "written page is copied for the worker that wrote it",
+        "c": "each worker writes the reference counts in its own process, so each gets its "
+             "own copy of the pages it touched",
+        "d": "the batches are small, but the dataset's pages are copied too, as the workers "
+             "read its objects",
+    }))
+
+register(Choice(
+    "ch02-spawn-copies", answer="b", why={
+        "a": "without reference counts, forked workers share the array; a spawned worker "
+             "shares nothing: it receives the dataset pickled and rebuilds it",
+        "c": "torch moves a tensor's storage into shared memory when it is pickled for "
+             "another process; a numpy array is copied like anything else",
+        "d": "the copy arrives with the pickled dataset, when the worker starts, before it "
+             "reads a sample",
+    }))

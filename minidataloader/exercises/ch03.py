@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.utils.data import BatchSampler, DistributedSampler, RandomSampler, SequentialSampler
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+)
 
 from ..demo import data_path
 from ._compare import close
+from ._draws import DRAWS_KEY, compare_with_draws, draws
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .solutions import ch03 as solutions
 
 
@@ -80,49 +88,61 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
-# RandomSampler, stream for stream
+# RandomSampler, draw for draw
+
+LOOK = "run draws() around a few epochs of torch's RandomSampler and of yours, and compare"
 
 
 def _random_cases() -> list[Case]:
-    def case(n, replacement, num_samples, seed, hint):
+    def case(n, replacement, num_samples, seed, hint, tier=None):
         inputs = {"data_source": list(range(n)), "replacement": replacement,
                   "num_samples": num_samples, "seed": seed}
         where = f"a generator seeded with {seed}" if seed is not None else "no generator"
-        return Case(inputs, hint=hint, description=(
+        return Case(inputs, hint=hint, tier=tier, description=(
             f"data_source = list(range({n})), replacement={replacement}, "
             f"num_samples={num_samples}, {where}; three epochs"))
 
     return [
-        case(10, False, None, 0,
-             "each epoch is one torch.randperm(n, generator=generator); after it, torch draws "
-             "one more permutation for the (empty) head, so epoch 2 is the THIRD permutation "
-             "the generator gives"),
+        case(10, False, None, 0, f"draw what torch's sampler draws, when it draws it: {LOOK} "
+                                 "(with the same generator)", tier=1),
         case(10, False, None, None,
-             "without a generator, each epoch draws ONE seed from the global RNG with "
-             "int(torch.empty((), dtype=torch.int64).random_().item()), seeds a new "
-             "torch.Generator with it, and draws the permutations from that"),
-        case(7, False, 17, 1, "num_samples=17 of 7 samples: two whole permutations, then the "
-                              "first 3 indices of a third"),
-        case(7, False, 3, 2, "num_samples=3 of 7 samples: the first 3 indices of one "
-                             "permutation"),
-        case(5, True, None, 3, "replacement=True: independent draws with torch.randint(n, "
-                               "(k,), generator=generator), 32 at a time, then the rest"),
-        case(5, True, 70, 4, "replacement=True, num_samples=70: chunks of 32, 32, then 6"),
-        case(1, False, None, 5, "a single sample: every epoch is [0]"),
+             "without a generator: what does torch draw from the global generator, and where "
+             "do its permutations come from? (a new generator's first row shows its seed)",
+             tier=2),
+        case(7, False, 17, 1, "num_samples=17 of 7 samples: count torch's permutations per "
+                              "epoch in the log, and which of their indices it yields",
+             tier=2),
+        case(7, False, 3, 2, "num_samples=3 of 7 samples: which of torch's draws give the "
+                             "3 indices?", tier=2),
+        case(5, True, None, 3, "replacement=True: torch draws with another call, in pieces: "
+                               "look at the calls and their sizes", tier=2),
+        case(5, True, 70, 4, "replacement=True, num_samples=70: how many calls, of which "
+                             "sizes?", tier=3),
+        case(1, False, None, 5, "a single sample: every epoch is [0], drawn as torch draws it"),
         case(0, False, None, 6, "an empty dataset has nothing to sample: raise ValueError in "
                                 "__init__"),
     ]
 
 
 def _use_random_sampler(implementation, case: Case) -> dict:
+    """Three epochs, each marked where it starts (``iter``), where its first index comes
+    and where it ends: the draws must be torch's, at torch's moments."""
     inputs = case.inputs
     generator = _generator(inputs["seed"])
-    sampler = implementation(inputs["data_source"], replacement=inputs["replacement"],
-                             num_samples=inputs["num_samples"], generator=generator)
+    named = {"the sampler's generator": generator} if generator is not None else {}
     limit = 2 * max(len(inputs["data_source"]), inputs["num_samples"] or 0) + 10
-    seen = {"len(sampler)": len(sampler)}
-    for epoch in (1, 2, 3):
-        seen[f"epoch {epoch}"] = take(sampler, limit)
+    with draws(**named) as log:
+        sampler = implementation(inputs["data_source"], replacement=inputs["replacement"],
+                                 num_samples=inputs["num_samples"], generator=generator)
+        seen = {"len(sampler)": len(sampler)}
+        for epoch in (1, 2, 3):
+            iterator = iter(sampler)
+            log.mark(f"epoch {epoch}: iter(sampler)")
+            first = next(iterator)
+            log.mark(f"epoch {epoch}: the first index")
+            seen[f"epoch {epoch}"] = [first] + take(iterator, limit)
+            log.mark(f"epoch {epoch}: the end")
+    seen[DRAWS_KEY] = log.rows
     return seen | _global_rng_afterwards()
 
 
@@ -131,10 +151,9 @@ register(Exercise(
     oracle=RandomSampler,
     cases=_random_cases,
     run=_use_random_sampler,
+    compare=compare_with_draws(),
     piece="sampler.RandomSampler",
-    hint=("without replacement: num_samples // n whole torch.randperm(n, generator=...) "
-          "permutations, then the first num_samples % n of one more; with replacement: "
-          "torch.randint in chunks of 32"),
+    hint=f"the indices come from torch's draws: {LOOK}",
 ))
 
 
@@ -333,3 +352,80 @@ register(Exercise(
     hint=("remember the epoch in set_epoch; in __iter__, seed a NEW torch.Generator with "
           "seed + epoch and return iter(torch.randperm(n, generator=it).tolist())"),
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+
+def _batches_of_a_list_sampler() -> int:
+    loader = DataLoader(list("abcdefghij"), batch_size=2, sampler=[3, 1, 4, 1, 5],
+                        collate_fn=list)
+    return len(list(loader))
+
+
+register(Prediction(
+    "ch03-list-sampler-batches", measure=_batches_of_a_list_sampler,
+    why="the sampler decides what an epoch reads: its five indices (the repeated 1 is read "
+        "twice) in batches of 2 make two full batches and a last one of 1; the dataset's ten "
+        "samples do not count",
+    mistakes={5: "5 is the number of indices the sampler yields; the loader groups them in "
+                 "batches of 2",
+              10: "with a sampler, the dataset's size no longer decides the length of an "
+                  "epoch: the sampler's indices do",
+              2: "the last, smaller batch counts too (drop_last is False)"},
+))
+
+
+def _permutations_for_25() -> int:
+    generator = torch.Generator().manual_seed(0)
+    sampler = RandomSampler(range(10), num_samples=25, generator=generator)
+    with draws(g=generator) as log:
+        list(sampler)
+    return log.calls("g")
+
+
+register(Prediction(
+    "ch03-permutations-for-25", measure=_permutations_for_25,
+    why="25 indices of 10 samples: two whole permutations, then the head of one more",
+    mistakes={2: "25 // 10 is 2 whole permutations, but the last 5 indices come from a third "
+                 "one",
+              1: "one permutation has only 10 indices: an epoch of 25 needs more"},
+))
+
+register(Choice(
+    "ch03-split-by-index", answer="b", why={
+        "a": "a sampler decides which indices are read, not only their order: the training "
+             "loader never asks for a validation index",
+        "c": "a plain list is a sampler too, and it yields its indices in its own order, the "
+             "same every epoch",
+        "d": "the samplers do the split: both loaders read the same dataset, each only at its "
+             "own indices; no Subset is needed",
+    }))
+
+register(Choice(
+    "ch03-weighted-without-replacement", answer="b", why={
+        "a": "balancing needs some samples drawn more than once; without replacement each "
+             "index can be drawn only once",
+        "c": "the weights only change which indices come early: every index is still drawn "
+             "once in the epoch, so the share over the epoch cannot change",
+        "d": "the sampler accepts replacement=False as long as num_samples is at most the "
+             "number of weights",
+    }))
+
+register(Choice(
+    "ch03-shuffle-with-sampler", answer="a", why={
+        "b": "a sampler can shuffle: RandomSampler is one, and so is any sampler whose "
+             "__iter__ draws an order",
+        "c": "the loader never changes the dataset: shuffling is a new order of indices",
+        "d": "a sampler works with any batch_size: the BatchSampler groups its indices",
+    }))
+
+register(Choice(
+    "ch03-resume-at-epoch-5", answer="c", why={
+        "a": "RandomSampler has no set_epoch: that is the design of a sampler seeded by the "
+             "epoch, such as DistributedSampler",
+        "b": "a RandomSampler's order of epoch 5 is not made from seed + 5: it comes from "
+             "the generator's state after all the draws of epochs 1 to 4",
+        "d": "the generator moves on with every epoch: each epoch draws a new permutation",
+    }))

@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader, default_collate, default_convert
 from minidataloader.collate import collate, default_collate_fn_map
 
 from ._framework import Case, Exercise, register
+from ._questions import Choice, Prediction
 from .solutions import ch04 as solutions
 
 # What the reader rebuilds: the package's and torch's general collate, not only the
@@ -345,3 +346,76 @@ register(Exercise(
          "index; the loader then calls __getitems__ once per batch and never __getitem__",
     time_limit=3.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+
+def _dtype_name(expected: str, got) -> str | None:
+    """A dtype is right by its name: "float64", "torch.float64" or torch.float64 itself."""
+    name = str(got).strip().lower().removeprefix("torch.")
+    return None if name == expected else f"expected {expected}, got {name}"
+
+
+register(Prediction(
+    "ch04-float-dtype",
+    measure=lambda: str(default_collate([1.62, 1.75, 1.80]).dtype).removeprefix("torch."),
+    compare=_dtype_name, prompt_text='a dtype\'s name, e.g. "int32"',
+    why="a Python float is a double: default_collate keeps its precision and makes a float64 "
+        "tensor",
+    mistakes={"float32": "float32 is torch's default for layers and for torch.rand, but "
+                         "default_collate keeps Python's own precision: a float is a double",
+              "float": "a Python float, yes, but collated it becomes a tensor: of which dtype?"},
+))
+
+register(Choice(
+    "ch04-collate-pairs", answer="b", why={
+        "a": "the two fields come back in a list, not a tuple: zip(*batch) transposes, and "
+             "default_collate has always returned a list for a tuple",
+        "c": "the batch is transposed: one field of images and one of labels, not four pairs; "
+             "and a stacked uint8 image stays uint8",
+        "d": "default_collate decides by type, field by field: the ints become one int64 "
+             "tensor, and only the images are stacked",
+    }))
+
+
+def _items_without_batching() -> int:
+    return len(list(DataLoader(range(10), batch_size=None)))
+
+
+register(Prediction(
+    "ch04-no-batching", measure=_items_without_batching,
+    why="batch_size=None turns batching off: each index gives one sample, and the loader "
+        "yields it on its own",
+    mistakes={1: "batch_size=None is not one batch of everything: it turns batching off, so "
+                 "each sample comes out on its own",
+              0: "without batching the loader still reads every index of the sampler"},
+))
+
+register(Choice(
+    "ch04-own-registry", answer="b", why={
+        "a": "it is a plain dict: you can add entries, and that is the trouble, since every "
+             "loader of the process shares it",
+        "c": "the lookup is the same for any map: a dict by type, then isinstance in order",
+        "d": "default_collate reads the map at every call, so an entry added later counts, "
+             "for every loader of the process",
+    }))
+
+register(Choice(
+    "ch04-why-lengths", answer="b", why={
+        "a": "the model needs them during the forward pass, not only after: a recurrent "
+             "network would otherwise run over the zeros and end in the wrong state",
+        "c": "the padded sequences all have the same length: stacking needs nothing more",
+        "d": "a bucket sampler sorts by length before batching; the lengths returned with a "
+             "batch tell the model where each sequence ends",
+    }))
+
+register(Choice(
+    "ch04-getitems-in-memory", answer="b", why={
+        "a": "the calls are cheap here: indexing costs about the same per row, one by one or "
+             "together, and collating still stacks every sample",
+        "c": "one indexing per batch does not cost more than one per sample",
+        "d": "the fetcher calls __getitems__ with or without workers, whenever the dataset "
+             "has it and the loader batches",
+    }))

@@ -8,7 +8,9 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate
 from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
 
+from ._draws import DRAWS_KEY, compare_with_draws, draws
 from ._framework import Case, Exercise, TooManyItems, register
+from ._questions import Choice, Prediction
 from .solutions import ch05 as solutions
 
 LOADER_ITSELF = ("minidataloader.dataloader._SingleProcessDataLoaderIter",
@@ -397,22 +399,33 @@ def collate_list(batch):
     return list(batch)
 
 
+def _named(arguments: dict) -> dict:
+    """The loader's generator, named for ``draws()``."""
+    generator = arguments.get("generator")
+    return {"the loader's generator": generator} if generator is not None else {}
+
+
 def _use_iterator(implementation, case: Case) -> dict:
     """The iterator of one epoch, made from a finished loader (the reference DataLoader):
-    what it reads when, what it draws from the random number generators, what it gives."""
+    what it reads when, what it draws from the random number generators (and when), what it
+    gives."""
     kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
-    arguments = dict(arguments)
+    arguments = _loader_arguments(arguments)
     dataset = _dataset(kind, size)
     torch.manual_seed(0)
-    loader = solutions.DataLoader(dataset, **_loader_arguments(arguments))
-    iterator = implementation(loader)
-    seen = {"the global RNG right after SingleProcessIterator(loader)": _global_draw(),
-            "iter(iterator) is iterator": iter(iterator) is iterator}
-    if kind != "stream":
-        seen["samples read before the first next()"] = list(dataset.reads)
-    seen["first batch"] = _next_or_end(iterator)
-    seen["the other batches"] = _epoch(iterator, size + 2)
-    seen["next() after the last batch"] = _next_or_end(iterator)
+    loader = solutions.DataLoader(dataset, **arguments)
+    with draws(**_named(arguments)) as log:
+        iterator = implementation(loader)
+        log.mark("SingleProcessIterator(loader) made")
+        seen = {"iter(iterator) is iterator": iter(iterator) is iterator}
+        if kind != "stream":
+            seen["samples read before the first next()"] = list(dataset.reads)
+        seen["first batch"] = _next_or_end(iterator)
+        log.mark("the first next()")
+        seen["the other batches"] = _epoch(iterator, size + 2)
+        seen["next() after the last batch"] = _next_or_end(iterator)
+        log.mark("the end of the epoch")
+    seen[DRAWS_KEY] = log.rows
     if kind == "batched":
         seen["calls of __getitems__"] = dataset.batched_reads
     if kind != "stream" or "batch_size" not in arguments or arguments["batch_size"] is None:
@@ -422,23 +435,21 @@ def _use_iterator(implementation, case: Case) -> dict:
 
 
 def _iterator_cases() -> list[Case]:
-    def case(kind, size, hint, **arguments):
+    def case(kind, size, hint, tier=None, **arguments):
         return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
                     description=f"SingleProcessIterator(loader) for a loader of "
-                                f"{_describe(kind, size, arguments)}", hint=hint)
+                                f"{_describe(kind, size, arguments)}", hint=hint, tier=tier)
 
     return [
-        case("map", 10, "read no sample in __init__, but draw the base seed there (here from "
-                        "the global generator, made in __init__: the global RNG shows it right "
-                        "after); each next() takes the next list of indices and fetches it "
-                        "with a MapFetcher", batch_size=4),
-        case("map", 10, "the base seed comes first from the loader's generator, then the "
-                        "RandomSampler draws its permutation from the same generator: draw "
-                        "it in __init__, after iter(batch_sampler)",
-             batch_size=3, shuffle=True, generator=7),
-        case("map", 10, "without a generator, the base seed is one draw from the global "
-                        "generator, made in __init__ (the global RNG shows it right after)",
-             batch_size=3, shuffle=True),
+        case("map", 10, "read no sample in __init__, but draw there what torch's iterator "
+                        "draws when it is made (see it with draws()); each next() takes the "
+                        "next list of indices and fetches it with a MapFetcher",
+             tier=1, batch_size=4),
+        case("map", 10, "the iterator's draw and the sampler's permutation come from the same "
+                        "generator, the loader's: torch's order, at torch's moments",
+             tier=2, batch_size=3, shuffle=True, generator=7),
+        case("map", 10, "without a generator, the iterator draws from the global generator, "
+                        "when it is made", tier=2, batch_size=3, shuffle=True),
         case("batched", 9, "a MapFetcher makes one __getitems__ call per batch", batch_size=4),
         case("map", 6, "collate with the loader's collate_fn (here one that makes lists), "
                        "whatever it is: give it to the fetcher", batch_size=4,
@@ -472,9 +483,10 @@ register(Exercise(
     oracle=_torch_iterator,
     cases=_iterator_cases,
     run=_use_iterator,
+    compare=compare_with_draws(),
     hint="__init__: iter() of the loader's batch_sampler (or sampler if there is none), then "
-         "the base seed, then the fetcher; __next__: fetcher.fetch(next(indices)); __len__: "
-         "len(loader)",
+         "what torch's iterator draws, then the fetcher; __next__ fetches the next indices; "
+         "__len__: len(loader)",
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="dataloader.SingleProcessIterator",
@@ -486,19 +498,25 @@ def _use_loader(implementation, case: Case) -> dict:
     dataset = _dataset(kind, size)
     arguments = _loader_arguments(arguments)
     torch.manual_seed(0)
-    loader = implementation(dataset, **arguments)
-    seen = {"loader.dataset is dataset": loader.dataset is dataset,
-            "loader.batch_size": loader.batch_size, "loader.drop_last": loader.drop_last,
-            "loader.collate_fn": getattr(loader.collate_fn, "__name__", "?")}
-    if kind != "stream":
-        seen["type(loader.sampler)"] = type(loader.sampler).__name__
-        seen["type(loader.batch_sampler)"] = type(loader.batch_sampler).__name__
-        if arguments.get("shuffle"):
-            seen["loader.sampler.generator is the loader's generator"] = (
-                loader.sampler.generator is arguments.get("generator"))
-    seen["len(loader)"] = len(loader)
-    for epoch in (1, 2):
-        seen[f"epoch {epoch}"] = _epoch(iter(loader), size + 2)
+    with draws(**_named(arguments)) as log:
+        loader = implementation(dataset, **arguments)
+        log.mark("DataLoader(...) made")
+        seen = {"loader.dataset is dataset": loader.dataset is dataset,
+                "loader.batch_size": loader.batch_size, "loader.drop_last": loader.drop_last,
+                "loader.collate_fn": getattr(loader.collate_fn, "__name__", "?")}
+        if kind != "stream":
+            seen["type(loader.sampler)"] = type(loader.sampler).__name__
+            seen["type(loader.batch_sampler)"] = type(loader.batch_sampler).__name__
+            if arguments.get("shuffle"):
+                seen["loader.sampler.generator is the loader's generator"] = (
+                    loader.sampler.generator is arguments.get("generator"))
+        seen["len(loader)"] = len(loader)
+        for epoch in (1, 2):
+            iterator = iter(loader)
+            log.mark(f"epoch {epoch}: iter(loader)")
+            seen[f"epoch {epoch}"] = _epoch(iterator, size + 2)
+            log.mark(f"epoch {epoch}: the end")
+    seen[DRAWS_KEY] = log.rows
     seen["the global RNG afterwards"] = _global_draw()
     return seen
 
@@ -544,6 +562,7 @@ register(Exercise(
     oracle=DataLoader,
     cases=_loader_cases,
     run=_use_loader,
+    compare=compare_with_draws(),
     hint="__init__: check_loader_arguments, then the sampler (a RandomSampler with the "
          "generator for shuffle=True, a SequentialSampler otherwise, None forever for a "
          "stream), the BatchSampler (unless batch_size is None or you got a batch_sampler), "
@@ -553,3 +572,95 @@ register(Exercise(
     time_limit=4.0,
     piece="dataloader.DataLoader",
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch05-stream-index-sampler", answer="b", why={
+        "a": "a stream has no indices to give: its sampler yields None for ever, and the "
+             "batch sampler groups those",
+        "c": "the loader builds a BatchSampler for a stream too: its lists say how many "
+             "samples each batch takes from the stream",
+        "d": "samplers never see samples: the fetcher reads them from the stream, one per None",
+    }))
+
+register(Choice(
+    "ch05-timeout-without-workers", answer="b", why={
+        "a": "torch's constructor accepts timeout=5 without workers; the check comes later",
+        "c": "timeout is how long the loader waits for a worker's batch: without workers there "
+             "is nothing to wait for, and torch refuses it, when an epoch starts",
+        "d": "it is not ignored: the first epoch fails with an AssertionError",
+    }))
+
+
+def _batches_of_an_overlong_stream() -> int:
+    return len(list(DataLoader(Numbers(13, length=10), batch_size=4)))
+
+
+register(Prediction(
+    "ch05-overlong-stream", measure=_batches_of_an_overlong_stream,
+    why="an epoch reads the stream to its end, whatever its __len__ says: 13 samples in "
+        "batches of 4",
+    mistakes={3: "3 is len(loader), computed from the stream's __len__ of 10; the epoch reads "
+                 "the stream to its end",
+              13: "13 is the number of samples: they come in batches of 4",
+              10: "the stream's __len__ is only a guess, and counts samples, not batches"},
+))
+
+
+def _reads_before_the_first_next() -> int:
+    dataset = Squares(10)
+    iter(DataLoader(dataset, batch_size=4, shuffle=True,
+                    generator=torch.Generator().manual_seed(0)))
+    return len(dataset.reads)
+
+
+register(Prediction(
+    "ch05-reads-before-next", measure=_reads_before_the_first_next,
+    why="making the iterator reads no sample: the first batch is read at the first next()",
+    mistakes={4: "the first batch is read when it is asked for, at the first next(), not "
+                 "when the iterator is made",
+              10: "nothing is read ahead without workers: each batch is read when it is asked "
+                  "for"},
+))
+
+
+def _global_numbers_of_an_epoch(**arguments) -> int:
+    torch.manual_seed(0)
+    loader = DataLoader(range(10), batch_size=4, shuffle=True, **arguments)
+    with draws() as log:
+        list(loader)
+    return log.numbers("torch (global)")
+
+
+register(Prediction(
+    "ch05-epoch-draws", measure=_global_numbers_of_an_epoch,
+    why="two draws: the iterator's base seed when it is made, and the RandomSampler's seed "
+        "for its own generator when the first index is asked for",
+    mistakes={1: "the iterator draws one (the base seed), but the RandomSampler draws one "
+                 "too: the seed of its private generator",
+              0: "without a generator both the iterator and the sampler take their number "
+                 "from the global generator",
+              20: "the permutations come from the sampler's private generator; the global "
+                  "one gives only its seed",
+              3: "the sampler's second permutation comes from its private generator too"},
+))
+
+register(Prediction(
+    "ch05-generator-draws",
+    measure=lambda: _global_numbers_of_an_epoch(generator=torch.Generator().manual_seed(1)),
+    why="with generator=g, the base seed comes from g, and the RandomSampler built with g "
+        "draws its permutations from g: nothing from the global generator",
+    mistakes={1: "the base seed comes from the loader's generator too, when it has one",
+              2: "both draws move to the loader's generator"},
+))
+
+register(Choice(
+    "ch05-draw-order", answer="b", why={
+        "a": "the iterator draws the base seed when it is made, before anyone asks for an "
+             "index; the sampler draws when the first index is asked for",
+        "c": "building a loader draws nothing: every draw belongs to an epoch",
+        "d": "the base seed is drawn once per iterator, that is once per epoch, not per batch",
+    }))

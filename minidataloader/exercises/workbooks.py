@@ -14,6 +14,11 @@ A chapter says what its workbook holds; nothing is written twice:
   book neither shows nor runs it. A markdown cell may hold collapsed admonitions (an
   experiment's "Discussion", a prediction's "Answer": ``:class: dropdown``), which become
   collapsed ``<details>`` blocks; no other MyST syntax;
+- every check-yourself item (an ``admonition`` of class ``check-yourself`` titled "Check
+  yourself: ...", with ``:name: chNN-slug``, the name it is registered under, and one
+  collapsed "Answer" admonition inside) becomes "## Check yourself: ...", its question, an
+  answer cell (``answer = None``), ``check_answer("chNN-slug", answer)`` and the Answer as a
+  collapsed ``<details>`` block;
 - the stub of an exercise is a ``workbook`` code cell tagged ``exercise``, after the exercise
   and before the next one; the generator puts ``check(<name>)`` after it. A stub whose first
   line is ``%%piece <module>.<Name>`` is a piece of the learner's own loader: its body is left
@@ -22,9 +27,9 @@ A chapter says what its workbook holds; nothing is written twice:
   asked for that piece, becomes ``%piece <module>.<Name>``: the learner's current version is
   loaded into the cell to be grown.
 
-A workbook-only cell placed between an exercise and the next belongs to the first one's
-section: put lead-ins and follow-ups right after the exercise directive, and sections of
-their own (with a "## " heading) before the exercise they lead to.
+A workbook-only cell placed between an exercise (or item) and the next belongs to the first
+one's section: put lead-ins and follow-ups right after the exercise directive (or item), and
+sections of their own (with a "## " heading) before the exercise they lead to.
 """
 
 from __future__ import annotations
@@ -44,7 +49,10 @@ _EXERCISE = re.compile(r"^````\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)
 _HINT = re.compile(r"^```\{(?:admonition\}[ \t]*(?P<title>[^\n]*)|hint\}[ \t]*)\n"
                    r"(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^```[ \t]*$",
                    re.MULTILINE | re.DOTALL)
+_QUESTION = re.compile(r"^````\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^````[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
 _OPTION = re.compile(r"^:(\w[\w-]*):[ \t]*(.*)$", re.MULTILINE)
+_CHOICE_OPTION = re.compile(r"^- \*\*([a-z])\.\*\*", re.MULTILINE)
 _MYST_ONLY = re.compile(r"(?<!`)\{[a-z][\w:-]*\}`|^```\{|^:::", re.MULTILINE)  # a role, not `{x}`
 _PIECE = re.compile(r"^%%piece[ \t]+(?P<piece>[\w.]+)[ \t]*$")
 
@@ -68,10 +76,22 @@ class ExerciseText:
 
 
 @dataclass
-class Section:
-    """One exercise and the workbook cells that follow it (up to the next exercise)."""
+class QuestionText:
+    """A check-yourself item of a chapter: its title, name, question and Answer."""
 
-    exercise: ExerciseText
+    title: str
+    name: str
+    question: str
+    answer: str
+
+
+@dataclass
+class Section:
+    """One exercise, or one check-yourself item, and the workbook cells that follow it (up to
+    the next exercise or item)."""
+
+    exercise: ExerciseText | None = None
+    question: QuestionText | None = None
     cells: list = field(default_factory=list)  # nbformat cells, as they go into the workbook
 
 
@@ -106,6 +126,70 @@ def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
     if not statement:
         raise ChapterError(f"{where}: exercise {title!r} has no statement")
     return ExerciseText(title.strip(), options.get("label", ""), statement, hints)
+
+
+def is_question(body: str) -> bool:
+    """Whether a four-backtick admonition is a check-yourself item."""
+    options = dict(_OPTION.findall(body.split("\n\n", 1)[0]))
+    return "check-yourself" in options.get("class", "").split()
+
+
+def parse_question(title: str, body: str, where: str) -> QuestionText:
+    """Split a check-yourself admonition into its name, question and Answer."""
+    options, lines = {}, body.split("\n")
+    while lines and lines[0].startswith(":"):
+        match = _OPTION.match(lines.pop(0))
+        if match:
+            options[match.group(1)] = match.group(2).strip()
+    rest = "\n".join(lines)
+    title = title.strip()
+    if not title.startswith("Check yourself"):
+        raise ChapterError(f"{where}: title a check-yourself item 'Check yourself: ...', not "
+                           f"{title!r}")
+    name = options.get("name", "")
+    if not name:
+        raise ChapterError(f"{where}: item {title!r} needs `:name: chNN-slug`, the name it is "
+                           f"registered under (register(Choice(...)) in chNN.py)")
+    answers = [m for m in _HINT.finditer(rest) if (m.group("title") or "").strip() == "Answer"]
+    if len(answers) != 1 or "dropdown" not in dict(_OPTION.findall(
+            answers[0].group("options"))).get("class", "").split():
+        raise ChapterError(f"{where}: item {name!r} needs exactly one collapsed Answer inside "
+                           f"it (```{{admonition}} Answer with `:class: dropdown answer`)")
+    answer = answers[0]
+    question = (rest[:answer.start()] + rest[answer.end():]).strip()
+    for text in (question, answer.group("body")):
+        myst = _MYST_ONLY.search(text)
+        if myst:
+            raise ChapterError(f"{where}: item {name!r} uses MyST syntax ({myst.group(0)!r}) that "
+                               f"a notebook cannot show: write plain Markdown")
+    if not question:
+        raise ChapterError(f"{where}: item {name!r} has no question")
+    return QuestionText(title, name, question, answer.group("body").strip())
+
+
+def question_item(question: QuestionText, chapter: str, where: str):
+    """The registered item a chapter's check-yourself admonition stands for, after checking
+    that the two agree: the chapter, and for a multiple-choice item the letters of its
+    options and the letter its Answer opens with."""
+    from ._questions import Choice, questions
+
+    item = questions().get(question.name)
+    if item is None or item.chapter != chapter:
+        raise ChapterError(f"{where}: no check-yourself item {question.name!r} is registered in "
+                           f"{chapter}.py: register(Choice(...)) or register(Prediction(...))")
+    if isinstance(item, Choice):
+        letters = _CHOICE_OPTION.findall(question.question)
+        if letters != item.options:
+            raise ChapterError(f"{where}: item {question.name!r} lists the options {letters} "
+                               f"(as `- **a.** ...` lines), but is registered with "
+                               f"{item.options}")
+        if not question.answer.startswith(f"**{item.answer}.**"):
+            raise ChapterError(f"{where}: the Answer of {question.name!r} opens with the right "
+                               f"letter in bold, `**{item.answer}.**`")
+    elif not question.answer.startswith("**"):
+        raise ChapterError(f"{where}: the Answer of {question.name!r} opens with the right "
+                           f"value in bold, e.g. `**2.**`")
+    return item
 
 
 def defined_name(source: str, where: str) -> str:
@@ -202,16 +286,23 @@ def read_sections(notebook, path: pathlib.Path) -> tuple[list, list[Section]]:
     for index, cell in enumerate(notebook.cells):
         where = f"{path.name}, cell {index + 1}"
         if cell.cell_type == "markdown":
-            for match in _EXERCISE.finditer(cell.source):
-                if "workbook" in _tags(cell):
-                    raise ChapterError(f"{where}: an exercise cannot sit in a workbook-only cell")
-                sections.append(Section(parse_exercise(match.group("title"),
-                                                       match.group("body"), where)))
+            found = [(m.start(), Section(exercise=parse_exercise(m.group("title"),
+                                                                 m.group("body"), where)))
+                     for m in _EXERCISE.finditer(cell.source)]
+            found += [(m.start(), Section(question=parse_question(m.group("title"),
+                                                                  m.group("body"), where)))
+                      for m in _QUESTION.finditer(cell.source)
+                      if is_question(m.group("body"))]
+            if found and "workbook" in _tags(cell):
+                raise ChapterError(f"{where}: an exercise or a check-yourself item cannot sit in "
+                                   f"a workbook-only cell")
+            sections += [section for _, section in sorted(found, key=lambda pair: pair[0])]
         _check_workbook_only(cell, where)
         if "workbook" not in _tags(cell):
             continue
-        if "exercise" in _tags(cell) and not sections:
-            raise ChapterError(f"{where}: a stub before the first exercise")
+        if "exercise" in _tags(cell) and (not sections or sections[-1].exercise is None):
+            raise ChapterError(f"{where}: a stub before the first exercise, or after a "
+                               f"check-yourself item: put it right after its exercise")
         (sections[-1].cells if sections else preamble).append((where, cell))
     return preamble, sections
 
@@ -283,7 +374,8 @@ def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
 # The workbook
 
 
-def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool) -> str:
+def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool,
+           questions: bool = False) -> str:
     lines = [
         f"# Workbook {number}: {title}",
         "",
@@ -321,7 +413,27 @@ def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool) ->
             "The **milestone** at the end checks your package as a whole against torch's "
             "`DataLoader`, and names the piece to look at when something differs.",
         ]
+    if questions:
+        lines += [
+            "",
+            "**Check yourself** questions test what the chapter explains: replace `None` in "
+            "the answer cell with your answer (a letter, or your prediction), run it, then run "
+            "the `check_answer` cell below it. A prediction is checked against the real "
+            "thing, run by the check. The collapsed Answer explains it; open it after "
+            "answering.",
+        ]
     return "\n".join(lines)
+
+
+def _question_cells(question: QuestionText, chapter: str, where: str) -> list:
+    """A check-yourself item as the workbook gets it: the question, an answer cell, the
+    check, and the Answer collapsed."""
+    item = question_item(question, chapter, where)
+    answer_cell = _code(f"answer = None  # {item.prompt()}", tags=["answer"],
+                        minidataloader={"question": question.name})
+    return [_markdown(f"## {question.title}\n\n{question.question}"), answer_cell,
+            _code(f'check_answer("{question.name}", answer)'),
+            _markdown(f"<details><summary>Answer</summary>\n\n{question.answer}\n\n</details>")]
 
 
 def _hints_markdown(hints: list[Hint]) -> str:
@@ -339,17 +451,29 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
     number = chapter_number(path)
     tag = f"ch{number:02d}"
     preamble, sections = read_sections(chapter, path)
-    if not sections:
+    if not any(section.exercise for section in sections):
         raise ChapterError(f"{path.name}: no exercise")
     every = [cell for _, cell in preamble] + [cell for s in sections for _, cell in s.cells]
     pieces = any(_PIECE.match(c.source.split("\n", 1)[0]) for c in every)
     milestone = any(c.cell_type == "code" and re.search(r"^milestone\(", c.source, re.MULTILINE)
                     for c in every)
+    asks = any(section.question for section in sections)
+    if asks and not any(c.cell_type == "code" and "check_answer" in c.source
+                        for _, c in preamble):
+        raise ChapterError(f"{path.name}: the chapter has check-yourself items: import "
+                           f"check_answer in the workbook's setup cell (from "
+                           f"minidataloader.exercises import check, check_answer)")
 
     cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
-                              milestone))]
+                              milestone, asks))]
     cells += [_workbook_copy(cell, where) for where, cell in preamble]
-    for k, section in enumerate(sections, 1):
+    k = 0
+    for section in sections:
+        if section.question is not None:
+            cells += _question_cells(section.question, tag, path.name)
+            cells += [_workbook_copy(cell, where) for where, cell in section.cells]
+            continue
+        k += 1
         exercise = section.exercise
         text = f"## Exercise {k}: {exercise.title}\n\n{exercise.statement}"
         if exercise.hints:

@@ -141,11 +141,28 @@ CH03 = [
       "TypeError"),
     m("RandomSampler", "draws the permutations from the global generator",
       [("rng = torch.Generator().manual_seed(int(seed))", "rng = None")],
-      "ONE seed from the global RNG"),
+      "where torch draws randperm (10 int64 numbers) from torch.Generator #1",
+      "your code draws randperm (10 int64 numbers) from torch (global)", "open Hint 2"),
     m("RandomSampler", "skips the empty head's permutation",
       [("head = torch.randperm(n, generator=rng).tolist()\n            yield from head[:self.num_samples % n]",
         "if self.num_samples % n:\n                yield from torch.randperm(n, generator=rng).tolist()[:self.num_samples % n]")],
-      "one more permutation for the (empty) head"),
+      "does not draw randperm (10 int64 numbers) from the sampler's generator",
+      "between the marks «epoch 1: the first index» and «epoch 1: the end»"),
+    m("RandomSampler", "draws the seed at iter(), not at the first index",
+      [("    def __iter__(self):\n        n = len(self.data_source)\n        rng = self.generator\n"
+        "        if rng is None:  # one global draw seeds a generator of our own\n"
+        "            seed = torch.empty((), dtype=torch.int64).random_().item()\n"
+        "            rng = torch.Generator().manual_seed(int(seed))\n",
+        "    def __iter__(self):\n        rng = self.generator\n        if rng is None:\n"
+        "            seed = torch.empty((), dtype=torch.int64).random_().item()\n"
+        "            rng = torch.Generator().manual_seed(int(seed))\n"
+        "        return self.epoch(rng)\n\n    def epoch(self, rng):\n"
+        "        n = len(self.data_source)\n")],
+      "draws random_ (1 int64 number) from torch (global) before the mark «epoch 1: "
+      "iter(sampler)»"),
+    m("RandomSampler", "draws with replacement in one call",
+      [("for size in [32] * chunks + [rest]:", "for size in [self.num_samples]:")],
+      "randint"),
     m("RandomSampler", "accepts an empty dataset",
       [("if not isinstance(num_samples, int) or num_samples <= 0:", "if num_samples < 0:")],
       "raise ValueError"),
@@ -318,11 +335,12 @@ CH05 = [
         "            self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "                generator=self.loader.generator).item()\n"
         "        return self.fetcher.fetch(next(self.indices))")],
-      "made in __init__"),
+      "draws random_ (1 int64 number) from torch (global) between the marks "
+      "«SingleProcessIterator(loader) made» and «the first next()»", "open Hint 1"),
     m("SingleProcessIterator", "draws no base seed",
       [("        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "            generator=loader.generator).item()\n", "")],
-      "the base seed"),
+      "does not draw random_ (1 int64 number) from torch (global)"),
     m("SingleProcessIterator", "collates with its own default_collate, not the loader's collate_fn",
       [("loader.collate_fn, loader.drop_last)", "default_collate, loader.drop_last)")],
       "the loader's collate_fn"),
