@@ -67,7 +67,8 @@ def gathered():
     jobs.append(("seeds, alike", demo.worker_seeds_job, {"seed": 5}))
     jobs.append(("seeds, by rank", demo.worker_seeds_job, {"seed": 5, "seed_by_rank": True}))
     jobs.append(("uneven, Join", demo.uneven_training_job, {"join": True}))
-    jobs.append(("even, no Join", demo.uneven_training_job, {"join": False, "even": True}))
+    jobs.append(("even, no Join", demo.uneven_training_job,
+                 {"join": False, "even_stream": "minidataloader.exercises.solutions.ch12:EvenStream"}))
     return demo.spawn_ranks(jobs, world_size=WORLD_SIZE, timeout=180)
 
 

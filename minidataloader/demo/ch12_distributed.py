@@ -29,6 +29,7 @@ returns something JSON can hold. The jobs below are the chapter's experiments:
 from __future__ import annotations
 
 import datetime
+import importlib
 import json
 import os
 import pathlib
@@ -174,12 +175,14 @@ def worker_seeds_job(dataset_size: int = 8, num_workers: int = 2, seed: int | No
 
 
 def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool = True,
-                        timeout: float = 3.0, even: bool = False) -> dict:
+                        timeout: float = 3.0, even_stream: str | None = None) -> dict:
     """Train a one-input linear model with DistributedDataParallel on this rank's share of a
     RankWorkerStream of ``dataset_size`` samples: with an odd size and two ranks, rank 0 has
-    one batch more than rank 1. With ``join`` the loop runs inside ``Join([model])``. With
-    ``even``, the stream is the chapter's ``EvenStream`` (its exercise's solution): the
-    shares are padded to one length, and every rank has as many batches.
+    one batch more than rank 1. With ``join`` the loop runs inside ``Join([model])``.
+    ``even_stream`` names another stream class, ``"module:Class"`` (the chapter passes its
+    exercise's ``EvenStream``, the solution or a reader's own), built as
+    ``Class(items, rank, world_size)``: one that pads the shares to one length gives every
+    rank as many batches. (Named, not imported here: the demo never imports the exercises.)
 
     The model's process group is a new one with a ``timeout`` of a few seconds: without
     Join, a rank that waits for a partner who has left gives up after it (the default group
@@ -191,10 +194,10 @@ def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool 
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(1, 1), process_group=group)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    if even:
-        from minidataloader.exercises.solutions.ch12 import EvenStream
-
-        stream = EvenStream(list(range(dataset_size)), dist.get_rank(), dist.get_world_size())
+    if even_stream:
+        module, _, name = even_stream.partition(":")
+        stream_class = getattr(importlib.import_module(module), name)
+        stream = stream_class(list(range(dataset_size)), dist.get_rank(), dist.get_world_size())
     else:
         stream = RankWorkerStream(dataset_size)
     loader = minidataloader.DataLoader(stream, batch_size=batch_size)
@@ -203,7 +206,7 @@ def uneven_training_job(dataset_size: int = 13, batch_size: int = 2, join: bool 
     try:
         with Join([model], enable=join):
             for batch in loader:
-                samples = batch if even else batch[0]  # RankWorkerStream adds the worker
+                samples = batch if even_stream else batch[0]  # RankWorkerStream adds the worker
                 x = samples.float().unsqueeze(1) / dataset_size
                 optimizer.zero_grad()
                 ((model(x) - 2 * x) ** 2).mean().backward()  # learn y = 2x
