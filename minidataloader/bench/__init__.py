@@ -9,7 +9,10 @@
     runner.py         runs the workloads with both libraries, alternating, and reports
     workloads.py      the workloads, one function each (add one there: see WORKLOADS)
     gpu_bandwidth.py  host-to-device copies from pageable and pinned memory
-    results/          full_run.json, the committed full run that chapter 11 plots
+    stateful_workloads.py  minidataloader.stateful against torchdata's StatefulDataLoader
+                      (python -m minidataloader.bench.stateful_workloads; chapter 14)
+    results/          full_run.json, the committed full run that chapter 11 plots;
+                      stateful_run.json, the stateful workloads' run that chapter 14 shows
 
 The JSON (``--json FILE``; read one with :func:`load_results`)::
 
