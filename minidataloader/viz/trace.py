@@ -38,9 +38,9 @@ where it was until its epoch ends: nothing in the loader reports that it was dro
 
 A stateful loader (minidataloader.stateful) adds moments rather than places: a
 ``checkpoint`` (``state_dict()``) and a ``restore`` (a resumed epoch's first pull), each a
-:class:`Mark` with the batches in flight: at a checkpoint, those dispatched
-and not yet yielded (what a resume fetches again), derived from the events; at a restore,
-those the resume dispatches again, as the loader reported them.
+:class:`Mark` with the batches in flight: at a checkpoint, those dispatched and not yet
+yielded (what a resume fetches again), derived from the events; at a restore, those the
+resume dispatches again, as the loader reported them.
 """
 
 from __future__ import annotations
