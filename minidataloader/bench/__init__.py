@@ -4,15 +4,16 @@
     python -m minidataloader.bench --quick          # every workload, smaller (about a minute)
     python -m minidataloader.bench --workload io-w4 --json out.json
     python -m minidataloader.bench.gpu_bandwidth    # chapter 9's copies, on your CUDA GPU
+    python -m minidataloader.bench.stateful_workloads   # chapter 14: ours vs torchdata's
 
     __main__.py       the command above: runner.main()
     runner.py         runs the workloads with both libraries, alternating, and reports
     workloads.py      the workloads, one function each (add one there: see WORKLOADS)
     gpu_bandwidth.py  host-to-device copies from pageable and pinned memory
-    stateful_workloads.py  minidataloader.stateful against torchdata's StatefulDataLoader
-                      (python -m minidataloader.bench.stateful_workloads; chapter 14)
+    stateful_workloads.py  the stateful loader against torchdata's StatefulDataLoader
+                      (state_dict() cost, first batch after a resume, an epoch)
     results/          full_run.json, the committed full run that chapter 11 plots;
-                      stateful_run.json, the stateful workloads' run that chapter 14 shows
+                      stateful_run.json, the stateful workloads' committed run
 
 The JSON (``--json FILE``; read one with :func:`load_results`)::
 

@@ -19,7 +19,9 @@ Tools:
   (``seed_everything``, ``outcome``, ``same``, ``error_text``);
 - :mod:`~minidataloader.demo.processes`: watching processes from ``/proc`` (chapter 10,
   the multi-process tests);
-- :mod:`~minidataloader.demo.notebook`: cell time limits, captured stderr, HTML columns.
+- :mod:`~minidataloader.demo.notebook`: cell time limits, captured stderr, HTML columns;
+- :mod:`~minidataloader.demo.resumable_training`: a training script that checkpoints
+  mid-epoch, can be killed at any moment and resumes exactly (chapter 14, its tests).
 
 Chapters' experiments:
 
@@ -39,9 +41,7 @@ Chapters' experiments:
   library;
 - :mod:`~minidataloader.demo.ch14_resume`: checkpoints and resumes compared with the
   uninterrupted run, a run killed with SIGKILL and resumed, a checkpoint in the queue-flow
-  view;
-- :mod:`~minidataloader.demo.resumable_training`: the training script chapter 14 kills and
-  resumes (``python -m minidataloader.demo.resumable_training``).
+  view.
 
 The datasets read the repository's ``data/`` folder (made by ``data/make_data.py``).
 """
