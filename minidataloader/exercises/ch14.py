@@ -9,13 +9,13 @@ chapter proves on the package's ``StatefulDataLoader``.
 
 from __future__ import annotations
 
-import io
 import itertools
 import random
 
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
+from minidataloader.demo.ch14_resume import through_a_file
 from minidataloader.stateful import StatefulDataLoader
 
 from ._framework import Case, Exercise, register
@@ -91,14 +91,6 @@ register(Exercise(
 # A sampler that saves its state
 
 
-def _through_a_file(obj):
-    """``torch.save`` then ``torch.load`` with ``weights_only=True`` (the default)."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    buffer.seek(0)
-    return torch.load(buffer)
-
-
 def _use_sampler(implementation, case: Case) -> dict:
     n, seed, before = case.inputs["n"], case.inputs["seed"], case.inputs["epochs_before"]
     kind = case.inputs["kind"]
@@ -116,7 +108,7 @@ def _use_sampler(implementation, case: Case) -> dict:
     if kind == "a snapshot":  # the original goes on before the state is loaded
         seen["the original's next 2 epochs"] = [list(sampler) for _ in range(2)]
     if kind == "through a file":
-        state = _through_a_file(state)
+        state = through_a_file(state)
     resumed = implementation(range(n), seed=seed)  # built the same way
     resumed.load_state_dict(state)
     seen["the next 3 epochs after load_state_dict"] = [list(resumed) for _ in range(3)]
@@ -137,7 +129,7 @@ def _resumed_loader(implementation, n: int, seed: int) -> dict:
     list(loader)
     iterator = iter(loader)
     next(iterator), next(iterator)
-    state = _through_a_file(loader.state_dict())
+    state = through_a_file(loader.state_dict())
     del iterator
     resumed = make()
     resumed.load_state_dict(state)
