@@ -28,6 +28,12 @@ Event names (fields in brackets; ``batch`` is the batch's position in sampler or
     pin_start [batch]              pin_end [batch]
     yielded [batch]                resume [worker]
 
+and from the stateful extra (minidataloader.stateful), in the main process:
+
+    checkpoint [epochs_started, yielded]    state_dict() (yielded: None between epochs)
+    restore [yielded, in_flight]            a resumed epoch's first pull: the batches that
+                                            were in flight are dispatched again
+
 Epochs are numbered per loader, from 0, counting the epochs started while tracing is on;
 the numbers live here, not in the loader, which has no use for them.
 """

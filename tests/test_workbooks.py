@@ -23,7 +23,7 @@ def ids(path: pathlib.Path) -> str:
 
 
 def test_every_chapter_has_a_workbook():
-    assert len(CHAPTERS) == 13
+    assert len(CHAPTERS) == 14
     for chapter in CHAPTERS:
         assert workbooks.workbook_path(chapter).exists(), chapter.name
 

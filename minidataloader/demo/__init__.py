@@ -38,7 +38,10 @@ Chapters' experiments:
 - :mod:`~minidataloader.demo.ch11_performance`: datasets and memory measurements;
 - :mod:`~minidataloader.demo.ch12_distributed`: real ranks over loopback;
 - :mod:`~minidataloader.demo.ch13_capstone`: two training runs, written once for either
-  library.
+  library;
+- :mod:`~minidataloader.demo.ch14_resume`: checkpoints and resumes compared with the
+  uninterrupted run, a run killed with SIGKILL and resumed, a checkpoint in the queue-flow
+  view.
 
 The datasets read the repository's ``data/`` folder (made by ``data/make_data.py``).
 """

@@ -267,7 +267,8 @@ class StatefulDataLoader(DataLoader[T_co]):
         if iterator is not None:
             iterator._save(state)
         state["checksum"] = checksum(state)
-        _tracing.emit("checkpoint", epoch=state["epochs_started"] - 1,
+        # (not `epoch`: a trace numbers its epochs itself, from the start of the recording)
+        _tracing.emit("checkpoint", epochs_started=state["epochs_started"],
                       yielded=(state["epoch"] or {}).get("yielded"))
         return state
 

@@ -44,6 +44,22 @@
       `<span class="mdl-qf-items" data-place="${place}">${chips(batches)}</span>${extra}</div>`;
   }
 
+  // _mark_row
+  function markRow(data, t) {
+    const passed = data.marks.filter((mark) => mark[1] <= t);
+    if (!passed.length) {
+      return '<div class="mdl-qf-row mdl-qf-mark" data-mark="none"><span class="mdl-qf-name">' +
+        'checkpoint</span><span class="mdl-qf-note">none yet</span></div>';
+    }
+    const [kind, at, yielded, flying] = passed[passed.length - 1];
+    const when = yielded === null ? "between epochs" : `after ${yielded} yielded`;
+    const words = kind === "checkpoint" ? "in flight, fetched again on resume:" : "dispatched again:";
+    return `<div class="mdl-qf-row mdl-qf-mark" data-mark="${kind}"><span class="mdl-qf-name">` +
+      `${kind === "checkpoint" ? "checkpoint" : "resume"}</span><span class="mdl-qf-note">` +
+      `at ${ms(at)} ms, ${when}; ${words}</span><span class="mdl-qf-items">${chips(flying)}` +
+      "</span></div>";
+  }
+
   // render_state
   function renderState(data, t) {
     const here = placesAt(data, t);
@@ -67,15 +83,17 @@
     const head = `<div class="mdl-qf-clock" data-t="${t}">at <b>${ms(t)} ms</b> of ${ms(data.end)} ms</div>`;
     const workers = left.length ? left.join("")
       : '<div class="mdl-qf-row mdl-qf-note">no workers: the main loop fetches</div>';
+    const marks = data.marks.length ? markRow(data, t) : "";
     return `${head}<div class="mdl-qf-columns"><div class="mdl-qf-box"><div class="mdl-qf-head">` +
       `index queue → worker process</div>${workers}</div><div class="mdl-qf-box">` +
-      `<div class="mdl-qf-head">main process</div>${right.join("")}</div></div>`;
+      `<div class="mdl-qf-head">main process</div>${right.join("")}</div></div>${marks}`;
   }
 
   // Every moment something moves: where the step buttons stop.
   function changeTimes(data) {
     const times = new Set([0, data.end]);
     for (const span of data.spans) { times.add(span[2]); times.add(span[3]); }
+    for (const mark of data.marks) times.add(mark[1]);
     return Array.from(times).sort((a, b) => a - b);
   }
 
@@ -165,6 +183,6 @@
     show(t);
   }
 
-  viz.queueflow = { placesAt, renderState, changeTimes };
+  viz.queueflow = { placesAt, markRow, renderState, changeTimes };
   viz.mountQueueFlow = mountQueueFlow;
 })();

@@ -13,6 +13,11 @@ sample if asked) with a training loop that takes a set time per step, and record
 * a summary: throughput, how long the training loop waited for data, the largest
   reorder buffer.
 
+A trace of a stateful loader (``minidataloader.stateful``) also has marks: the moment of a
+checkpoint (``state_dict()``) and of a resume, each with the batches in flight then (see
+``Trace.marks``). The timeline draws them as vertical lines, the state panel says which
+came last and what was in flight.
+
 Two faces: :func:`queue_flow_widget` (ipywidgets, JupyterLab: controls, "run" records a new
 epoch) and :func:`queue_flow_html` (self-contained HTML for the static book: plays traces
 recorded at build time, and switches between them). ``queueflow.js`` holds a twin of
@@ -196,7 +201,8 @@ MAIN_WORDS = {"step": "training step on", "stage": "staging copy of", "fetch:mai
 def view_data(trace: Trace, epoch: int | None = None, name: str = "") -> dict:
     """What both faces draw from: the spans of one epoch in whole microseconds from its
     start (``[place, batch, start, end]``, rounded up, so that the view at ``t`` shows
-    exactly ``trace.queues_at(start + t µs)``), and which lanes there are. Plain JSON."""
+    exactly ``trace.queues_at(start + t µs)``), the marks of a stateful loader
+    (``[kind, t, yielded, in_flight]``), and which lanes there are. Plain JSON."""
     epoch = trace._epoch(epoch)
     spans = trace.spans(epoch)
     origin = next(r["t_ns"] for r in trace.records
@@ -215,6 +221,7 @@ def view_data(trace: Trace, epoch: int | None = None, name: str = "") -> dict:
         "reorder": any(s.place == "reorder" for s in spans),
         "copy": trace.info.get("copy") if any(s.place == "copy" for s in spans) else None,
         "spans": [[s.place, s.batch, us(s.start_ns), us(s.end_ns)] for s in spans],
+        "marks": [[m.kind, us(m.t_ns), m.yielded, list(m.in_flight)] for m in trace.marks(epoch)],
     }
 
 
@@ -248,6 +255,22 @@ def _row(name: str, place: str, batches: list, note: str = "") -> str:
             f'<span class="mdl-qf-items" data-place="{place}">{_chips(batches)}</span>{note}</div>')
 
 
+def _mark_row(data: dict, t: int) -> str:
+    """The last checkpoint or resume at or before ``t``, with the batches then in flight."""
+    passed = [mark for mark in data["marks"] if mark[1] <= t]
+    if not passed:
+        return ('<div class="mdl-qf-row mdl-qf-mark" data-mark="none"><span class="mdl-qf-name">'
+                'checkpoint</span><span class="mdl-qf-note">none yet</span></div>')
+    kind, at, yielded, flying = passed[-1]
+    when = "between epochs" if yielded is None else f"after {yielded} yielded"
+    words = ("in flight, fetched again on resume:" if kind == "checkpoint"
+             else "dispatched again:")
+    return (f'<div class="mdl-qf-row mdl-qf-mark" data-mark="{kind}"><span class="mdl-qf-name">'
+            f'{"checkpoint" if kind == "checkpoint" else "resume"}</span><span class="mdl-qf-note">'
+            f'at {_ms(at)} ms, {when}; {words}</span><span class="mdl-qf-items">{_chips(flying)}'
+            f"</span></div>")
+
+
 def render_state(data: dict, t: int) -> str:
     """Where every batch is at time ``t`` (µs): the queues and who is busy with what."""
     here = places_at(data, t)
@@ -277,9 +300,10 @@ def render_state(data: dict, t: int) -> str:
             f"</div>")
     workers = ("".join(left) if left else
                '<div class="mdl-qf-row mdl-qf-note">no workers: the main loop fetches</div>')
+    marks = _mark_row(data, t) if data["marks"] else ""
     return (f'{head}<div class="mdl-qf-columns"><div class="mdl-qf-box"><div class="mdl-qf-head">'
             f'index queue → worker process</div>{workers}</div><div class="mdl-qf-box">'
-            f'<div class="mdl-qf-head">main process</div>{"".join(right)}</div></div>')
+            f'<div class="mdl-qf-head">main process</div>{"".join(right)}</div></div>{marks}')
 
 
 # --------------------------------------------------------------------------- the timeline
@@ -288,6 +312,7 @@ WIDTH, LABEL_WIDTH, RIGHT = 720, 104, 14  # px; the book column is ~750 wide
 PLOT = WIDTH - LABEL_WIDTH - RIGHT
 LANE, GAP = 18, 7
 WAIT_INK, INK, MUTED = "#cf222e", "#1f2328", "#59636e"  # INK: on the light chips and bars
+MARK_INK = "#8250df"  # checkpoints and resumes: legible on light and dark backgrounds
 # What is drawn on the view's own background follows its text colour, light or dark theme.
 ON_BACKGROUND = 'stroke="currentColor"'
 MUTED_TEXT = 'fill="currentColor" fill-opacity="0.7"'
@@ -392,10 +417,21 @@ def _timeline(data: dict, scale: int) -> tuple[str, int]:
                    f'text-anchor="middle" {MUTED_TEXT}>{_ms(tick).removesuffix(".0")}</text>')
     out.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 13}" font-size="10" text-anchor="end" '
                f'{MUTED_TEXT}>ms</text>')
+    for kind, at, yielded, flying in data["marks"]:
+        x = _x(at, scale)
+        name = "checkpoint" if kind == "checkpoint" else "resume"
+        when = "between epochs" if yielded is None else f"after {yielded} batches yielded"
+        title = (f"{name} at {_ms(at)} ms, {when}; in flight: "
+                 f"{', '.join(map(str, flying)) or 'none'}")
+        out.append(f'<g data-mark="{kind}"><title>{escape(title)}</title><line x1="{x:.1f}" '
+                   f'x2="{x:.1f}" y1="0" y2="{top_of_axis}" stroke="{MARK_INK}" stroke-width="2"/>'
+                   f'<text x="{x:.1f}" y="{top_of_axis + 25}" font-size="10" text-anchor="middle" '
+                   f'fill="{MARK_INK}">{name}</text></g>')
     end_x = _x(data["end"], scale)
     out.append(f'<line x1="{end_x:.1f}" x2="{end_x:.1f}" y1="0" y2="{top_of_axis}" '
                f'{ON_BACKGROUND} stroke-dasharray="2 3"><title>the epoch ends</title></line>')
-    legend, y = _legend(y + 36, bool(by_place["stage"]), bool(by_place["finish"]))
+    legend, y = _legend(y + 36 + 8 * bool(data["marks"]), bool(by_place["stage"]),
+                        bool(by_place["finish"]), bool(data["marks"]))
     out.append(legend)
     y += 10
     return (f'<svg class="mdl-qf-svg" viewBox="0 0 {WIDTH} {y}" width="{WIDTH}" height="{y}" '
@@ -424,7 +460,7 @@ def _occupancy(spans: list, y: int, scale: int, peak: int) -> str:
     return f'<polyline points="{path}" fill="none" {ON_BACKGROUND} stroke-width="1.2"/>'
 
 
-def _legend(y: int, staged: bool, finished: bool) -> tuple[str, int]:
+def _legend(y: int, staged: bool, finished: bool, marked: bool) -> tuple[str, int]:
     """The key, in rows as wide as the figure; and the baseline of its last row."""
     batch = f'<rect x="0" y="-9" width="19" height="10" rx="2" fill="{PALETTE[1]}"'
     keys = [(f'<rect x="0" y="-9" width="9" height="10" rx="2" fill="{PALETTE[1]}"/>'
@@ -438,6 +474,9 @@ def _legend(y: int, staged: bool, finished: bool) -> tuple[str, int]:
     if finished:
         keys.append((f'<rect x="0" y="-4" width="19" height="4" fill="{MUTED}"/>',
                      "the last next(): the epoch ends"))
+    if marked:
+        keys.append((f'<rect x="9" y="-11" width="2" height="14" fill="{MARK_INK}"/>',
+                     "checkpoint, resume"))
     out, x = [], 0
     for icon, words in keys:
         width = 24 + len(words) * 6
@@ -513,8 +552,11 @@ SPEEDS = (("0.05", "1/20 speed"), ("0.1", "1/10 speed"), ("0.25", "1/4 speed"), 
 
 
 def _start_time(data: dict) -> int:
-    """Where the slider starts: the first moment the most batches wait, fetched, for the
-    main loop (in the result queue, pinned, in the reorder buffer), or else in queues."""
+    """Where the slider starts: at the first checkpoint or resume, if any; otherwise the
+    first moment the most batches wait, fetched, for the main loop (in the result queue,
+    pinned, in the reorder buffer), or else in queues."""
+    if data["marks"]:
+        return data["marks"][0][1]
     ready = ("result", "pinned", "reorder")
 
     def held(t):

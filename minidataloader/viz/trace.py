@@ -35,6 +35,12 @@ NOTE [ Where a batch is, from the events ]
                                                                       waiting       buffer) ─► yielded
 A batch that never reaches the next event (a `break`, a worker whose stream ended) stays
 where it was until its epoch ends: nothing in the loader reports that it was dropped.
+
+A stateful loader (minidataloader.stateful) adds moments rather than places: a
+``checkpoint`` (``state_dict()``) and a ``restore`` (a resumed epoch's first pull), each a
+:class:`Mark` with the batches in flight: at a checkpoint, those dispatched and not yet
+yielded (what a resume fetches again), derived from the events; at a restore, those the
+resume dispatches again, as the loader reported them.
 """
 
 from __future__ import annotations
@@ -74,6 +80,20 @@ class Span:
     batch: int | None
     start_ns: int
     end_ns: int
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment a stateful loader reported in epoch ``epoch``: ``kind`` is ``checkpoint``
+    or ``restore``; ``yielded``, the batches of the epoch yielded before it (None for a
+    checkpoint between epochs); ``in_flight``, the batches in flight (see
+    NOTE [ Where a batch is, from the events ])."""
+
+    kind: str
+    epoch: int
+    t_ns: int
+    yielded: int | None
+    in_flight: tuple[int, ...]
 
 
 @dataclass
@@ -198,6 +218,25 @@ class Trace:
         spans += self._waits(records, epoch)
         spans.sort(key=lambda s: (s.start_ns, s.place, -1 if s.batch is None else s.batch))
         return spans
+
+    def marks(self, epoch: int | None = None) -> list[Mark]:
+        """The checkpoints and restores of ``epoch`` (by default the first), in time order."""
+        epoch = self._epoch(epoch)
+        found, dispatched, yielded = [], [], set()
+        for r in self.records:
+            if r.get("epoch") != epoch or r["lane"] != MAIN:
+                continue
+            if r["event"] == "dispatch":
+                dispatched.append(r["batch"])
+            elif r["event"] == "yielded":
+                yielded.add(r["batch"])
+            elif r["event"] == "checkpoint":
+                flying = tuple(b for b in dispatched if b not in yielded)
+                found.append(Mark("checkpoint", epoch, r["t_ns"], r.get("yielded"), flying))
+            elif r["event"] == "restore":
+                found.append(Mark("restore", epoch, r["t_ns"], r["yielded"],
+                                  tuple(r["in_flight"])))
+        return found
 
     @staticmethod
     def _waits(records: list[dict], epoch: int) -> list[Span]:

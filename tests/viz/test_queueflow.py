@@ -192,6 +192,42 @@ def test_summary_states_the_numbers(traces):
     assert "mdl-qf-cursor" in figure and "<script" not in figure and external_references(figure) == []
 
 
+@pytest.fixture(scope="module")
+def checkpointed():
+    """A stateful loader's run, checkpointed after 3 batches and stopped after 5, and its
+    resume in a new loader (minidataloader.demo.ch14_resume)."""
+    from minidataloader.demo.ch14_resume import record_checkpoint_resume
+
+    return list(record_checkpoint_resume(checkpoint_after=3, stopped_after=5, batches=8,
+                                         load_ms=1.0, step_ms=2.0).values())
+
+
+def test_checkpoints_and_resumes_are_drawn_and_said(checkpointed, traces):
+    stopped, resumed = (view_data(trace) for trace in checkpointed)
+    (kind, at, yielded, in_flight), = stopped["marks"]
+    assert (kind, yielded, in_flight) == ("checkpoint", 3, [3, 4, 5, 6])
+    (mark,) = checkpointed[0].marks()  # the view's microseconds: the trace's instant, rounded up
+    origin = next(r["t_ns"] for r in checkpointed[0].records if r["event"] == "epoch_start")
+    assert at == -((origin - mark.t_ns) // 1000)
+    assert _start_time(stopped) == at  # the slider starts at the checkpoint
+    before, after = render_state(stopped, at - 1), render_state(stopped, at)
+    assert 'data-mark="none"' in before and "none yet" in before
+    row = re.search(r'<div class="mdl-qf-row mdl-qf-mark" data-mark="checkpoint">.*?</div>', after).group(0)
+    assert "after 3 yielded; in flight, fetched again on resume:" in row
+    assert re.findall(r'data-batch="(\d+)"', row) == ["3", "4", "5", "6"]
+    assert shown_places(after) == shown_places(render_state(stopped, at).replace(row, ""))
+    (kind, at, yielded, in_flight), = resumed["marks"]
+    assert (kind, yielded, in_flight) == ("restore", 3, [3, 4, 5, 6])
+    assert 'data-mark="restore"' in render_state(resumed, resumed["end"])
+    assert "dispatched again:" in render_state(resumed, resumed["end"])
+    svg = timeline_svg(stopped)
+    assert svg.count('<g data-mark="checkpoint">') == 1 and "checkpoint, resume" in svg
+    assert "in flight: 3, 4, 5, 6" in svg
+    plain = view_data(traces["in_order=True"])  # a plain loader: no marks, nothing added
+    assert plain["marks"] == [] and "mdl-qf-mark" not in render_state(plain, 0)
+    assert "data-mark" not in timeline_svg(plain) and "checkpoint" not in timeline_svg(plain)
+
+
 def test_a_single_process_epoch_has_no_worker_lanes():
     trace = record_queue_flow(**dict(FAST, num_workers=0))
     data = view_data(trace)

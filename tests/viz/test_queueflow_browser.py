@@ -237,3 +237,41 @@ def test_screenshot(page, tmp_path):
     for name in ("queue_flow.png", "queue_flow_gpu.png"):
         assert (SCREENSHOTS / name).stat().st_size > 10_000
     page.watch.assert_clean()
+
+
+def test_a_checkpoint_and_a_resume(page, tmp_path):
+    """A stateful loader's marks: the JavaScript says what Python says at every instant
+    around them, the slider starts at the checkpoint, the step buttons stop at it, and the
+    resumed run shows its resume. A picture goes to _build/screenshots/."""
+    from minidataloader.demo.ch14_resume import record_checkpoint_resume
+
+    traces = record_checkpoint_resume(checkpoint_after=5, stopped_after=8)
+    datas = [view_data(trace, name=name) for name, trace in traces.items()]
+    view = open_view(page, tmp_path, queue_flow_html(traces))
+    stopped = datas[0]
+    at = stopped["marks"][0][1]
+    assert now(view) == at
+    row = view.locator(".mdl-qf-state [data-mark]")
+    assert row.get_attribute("data-mark") == "checkpoint"
+    assert [int(b) for b in row.locator("[data-batch]").evaluate_all(
+        "(chips) => chips.map((chip) => chip.dataset.batch)")] == stopped["marks"][0][3]
+    for data in datas:
+        times = sorted({mark[1] + d for mark in data["marks"] for d in (-1, 0, 1)} | {0, data["end"]}
+                       | set(change_times(data)[:40]))
+        got = view.evaluate("([data, times]) => times.map((t) => "
+                            "window.minidataloader.viz.queueflow.renderState(data, t))", [data, times])
+        for t, html in zip(times, got):
+            assert html == render_state(data, t), (data["name"], t)
+    slide_to(view, at - 1)
+    assert row.get_attribute("data-mark") == "none"
+    view.get_by_role("button", name="next event").click()
+    assert now(view) == at and row.get_attribute("data-mark") == "checkpoint"
+    view.get_by_label(datas[1]["name"]).check()
+    slide_to(view, datas[1]["end"])
+    assert row.get_attribute("data-mark") == "restore"
+    assert view.locator(".mdl-qf-trace:not([hidden]) g[data-mark=restore]").count() == 1
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    view.get_by_label(datas[0]["name"]).check()
+    slide_to(view, at)
+    view.screenshot(path=str(SCREENSHOTS / "queue_flow_checkpoint.png"), full_page=True)
+    view.watch.assert_clean()

@@ -383,3 +383,51 @@ def test_recording_needs_no_pandas():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.strip() == "", f"recording imported {out.stdout.strip()}"
+
+
+# --------------------------------------------------------------------------- stateful loaders
+
+def test_a_checkpoint_and_a_restore_are_marks():
+    """The stateful extra's events: a checkpoint's batches in flight are derived from the
+    dispatch and yielded events, and agree with what the loader itself saved; the resumed
+    loader's restore reports the same batches, and dispatches them again first. Marks go
+    by the trace's epochs, which count from the start of the recording, not the loader's."""
+    from minidataloader.stateful import StatefulDataLoader
+
+    def make():
+        return StatefulDataLoader(PidSamples(20), batch_size=2, num_workers=2,
+                                  multiprocessing_context="fork")
+
+    loader = make()
+    list(loader)  # the loader's first epoch, not recorded
+    with TraceRecorder() as recorder:
+        iterator = iter(loader)
+        for _ in range(3):
+            next(iterator)
+        state = loader.state_dict()
+        next(iterator)
+        del iterator
+    assert state["epochs_started"] == 2 and recorder.trace.epochs() == [0]
+    (mark,) = recorder.trace.marks()
+    saved = [batch for batch, _, _ in state["epoch"]["in_flight"]]
+    assert (mark.kind, mark.epoch, mark.yielded, list(mark.in_flight)) == ("checkpoint", 0, 3, saved)
+    assert saved == [3, 4, 5, 6]
+
+    resumed = make()
+    resumed.load_state_dict(state)
+    with TraceRecorder() as recorder:
+        for _ in resumed:
+            pass
+        between = resumed.state_dict()  # after the epoch: no position, nothing in flight
+    trace = recorder.trace
+    restore, after = trace.marks()
+    assert (restore.kind, restore.yielded, restore.in_flight) == ("restore", 3, (3, 4, 5, 6))
+    dispatched = [r["batch"] for r in trace.records if r["event"] == "dispatch"]
+    assert dispatched == list(range(3, 10))  # the batches in flight first, keeping their numbers
+    assert between["epochs_started"] == 2 and trace.epochs() == [0]
+    assert (after.kind, after.epoch, after.yielded, after.in_flight) == ("checkpoint", 0, None, ())
+
+
+def test_a_trace_of_a_plain_loader_has_no_marks():
+    trace, _ = record(loader_of(PidSamples(6), batch_size=2, num_workers=1))
+    assert trace.marks() == []
