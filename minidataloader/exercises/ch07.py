@@ -417,9 +417,10 @@ def _stream_iterator_cases() -> list[Case]:
                       "in turns; when a worker sends StreamEnded, give it no more tasks (None "
                       "lets it leave), send the task to another worker, and skip the batch "
                       "numbers it still owed", watch=()),
-        iterator_case(("stream", 9, (2, 1)), {"batch_size": 2, "num_workers": 2},
-                      "worker 0 has twice as much to read as worker 1: after worker 1's stream "
-                      "ends, every task goes to worker 0, until its stream ends too", watch=()),
+        iterator_case(("stream", 9, (3, 1)), {"batch_size": 2, "num_workers": 2},
+                      "worker 0 has three times as much to read as worker 1: after worker 1's "
+                      "stream ends, every task goes to worker 0, until its stream ends too; the "
+                      "epoch ends when no worker is left", watch=()),
         iterator_case(("stream", 10, (1, 1, 1)), {"batch_size": 3, "num_workers": 3,
                                                   "prefetch_factor": 1, "drop_last": True},
                       "three shares of a stream, each ending with a partial batch that "
@@ -440,6 +441,6 @@ register(Exercise(
           "None to w, dispatch once more, read on; skip batch numbers owed by an inactive "
           "worker; dispatch only to active workers"),
     forbidden=ITERATOR_PIECES,
-    time_limit=8.0,
+    time_limit=5.0,
     piece="dataloader.MultiProcessIterator",
 ))

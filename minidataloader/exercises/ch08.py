@@ -299,7 +299,12 @@ register(Exercise(
 def _reset_cases() -> list[Case]:
     persistent = {"num_workers": 2, "persistent_workers": True}
     return [
-        iterator_case(("numbers", 10), {"batch_size": 3, **persistent},
+        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2, "shuffle": True,
+                                       "generator": 3, "persistent_workers": True},
+                      "the base seed is drawn once, in __init__ (persistent workers keep their "
+                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
+                                        **persistent},
                       "_reset(loader): a new pass over the batch sampler, batch numbers from 0 "
                       "again, then resume_workers (what epoch 2 left in flight is dropped), "
                       "then the prefetch window; the same worker processes every epoch",
@@ -308,10 +313,6 @@ def _reset_cases() -> list[Case]:
                       "streams start again every epoch: a worker whose stream ended is active "
                       "again after _reset (do not send it None: it stays for the next epoch)",
                       watch=(), epochs=(None, None)),
-        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2, "shuffle": True,
-                                       "generator": 3, "persistent_workers": True},
-                      "the base seed is drawn once, in __init__ (persistent workers keep their "
-                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
         iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
                       "without persistent workers, the end of the epoch still stops them"),
     ]
@@ -327,7 +328,7 @@ register(Exercise(
           "prefetch) into _reset(loader, first_iter=False), which __init__ calls with "
           "first_iter=True; later calls run resume_workers first"),
     forbidden=ITERATOR_PIECES,
-    time_limit=8.0,
+    time_limit=5.0,
     piece="dataloader.MultiProcessIterator",
 ))
 
@@ -388,6 +389,6 @@ register(Exercise(
           "and keep it in self._iterator, then _reset(self) it at every later epoch"),
     forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
                                  "torch.utils.data.dataloader.DataLoader"),
-    time_limit=8.0,
+    time_limit=5.0,
     piece="dataloader.DataLoader",
 ))

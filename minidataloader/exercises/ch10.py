@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
 import queue
 import random
 import signal
@@ -22,10 +23,12 @@ from ..demo.processes import running
 from ._framework import Case, Exercise, register
 from .ch06 import (
     ITERATOR_PIECES,
+    LATE,
     WORKER_PIECES,
     CorruptAt,
     _TorchIterator,
     iterator_case,
+    report_errors,
     run_worker,
     tasks_text,
     use_iterator,
@@ -352,23 +355,25 @@ class BigFirst:
         return "4 samples, sample 0 being 1 MB of bytes"
 
 
-def _orphan(implementation, arguments, report) -> None:
+def _orphan(implementation, arguments, report, errors) -> None:
     """The worker's parent: starts the reader's worker loop, tells its pid, and dies at once
     (as a main process killed by the out-of-memory killer), leaving the worker an orphan."""
     context = multiprocessing.get_context("fork")
     index_queue, result_queue = context.Queue(), context.Queue()
     index_queue.put((0, [0]))  # a 1 MB result nobody will read
-    worker = context.Process(target=implementation, args=(
-        arguments[0], index_queue, result_queue, context.Event(), *arguments[1:]))
+    worker = context.Process(target=report_errors, args=(
+        implementation, errors, arguments[0], index_queue, result_queue, context.Event(),
+        *arguments[1:]))
     worker.start()
     report.send(worker.pid)
     os._exit(0)
 
 
 def _parent_dies(implementation, arguments) -> dict:
-    reading, writing = multiprocessing.Pipe(duplex=False)
-    parent = multiprocessing.get_context("fork").Process(
-        target=_orphan, args=(implementation, arguments, writing))
+    context = multiprocessing.get_context("fork")
+    reading, writing = context.Pipe(duplex=False)
+    errors = context.Queue()
+    parent = context.Process(target=_orphan, args=(implementation, arguments, writing, errors))
     parent.start()
     if not reading.poll(5):
         raise TimeoutError("the worker did not start")
@@ -377,7 +382,16 @@ def _parent_dies(implementation, arguments) -> dict:
     start = time.monotonic()
     while running(pid) and time.monotonic() - start < 4.0:
         time.sleep(0.02)
+    try:
+        raise pickle.loads(errors.get(timeout=0.1))  # what the reader's loop raised, if it did
+    except queue.Empty:
+        pass
     return {"the orphaned worker left within 4 s": not running(pid)}
+
+
+STILL_THERE = ("worker_loop was still running {seconds:g} s after done_event was set, with no "
+               "task left and no None coming: wait with index_queue.get(timeout=...), and leave "
+               "when a wait ends with done_event set")
 
 
 def _error_worker_cases() -> list[Case]:
@@ -434,7 +448,8 @@ def _use_error_worker(implementation, case: Case) -> dict:
         return _parent_dies(implementation, arguments)
     seen = run_worker(implementation, arguments, list(case.inputs["tasks"]),
                       case.inputs["in_a_process"], seconds=2.5,
-                      done_after=0.0 if case.inputs["done"] else None)
+                      done_after=0.0 if case.inputs["done"] else None,
+                      late=STILL_THERE if case.inputs["done"] else LATE)
     if not case.inputs["in_a_process"]:
         seen["tasks left unread"] = "(not compared)"
     return seen
@@ -450,7 +465,7 @@ register(Exercise(
           "done_event is set; send errors as WorkerError(type, message with the traceback)"),
     forbidden=WORKER_PIECES + FINISHED_PIECES,
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
-    time_limit=8.0,
+    time_limit=6.0,
     piece="worker.worker_loop",
 ))
 
@@ -468,6 +483,10 @@ def _guarded_iterator_cases() -> list[Case]:
         iterator_case(("numbers", 8, None, 3, (), "KeyError"), {"batch_size": 2,
                                                                "num_workers": 2},
                       "the type comes back as it was: KeyError", watch=("errors",)),
+        iterator_case(("numbers", 12), {"batch_size": 2, "num_workers": 2},
+                      "after a break, the iterator goes away with workers still running: "
+                      "__del__ shuts them down (shutdown_workers, once)", watch=("del",),
+                      epochs=(2,)),
         iterator_case(("numbers", 8, None, 0, (), "SIGKILL"), {"batch_size": 2,
                                                               "num_workers": 2},
                       "a worker killed: read through get_result(data_queue, the workers still "
@@ -478,10 +497,6 @@ def _guarded_iterator_cases() -> list[Case]:
                       "loader.timeout > 0: get_result raises RuntimeError ('timed out') when no "
                       "batch came within it; timeout=0 means wait as long as it takes",
                       watch=errors),
-        iterator_case(("numbers", 12), {"batch_size": 2, "num_workers": 2},
-                      "after a break, the iterator goes away with workers still running: "
-                      "__del__ shuts them down (shutdown_workers, once)", watch=("del",),
-                      epochs=(2,)),
         iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
                       "a whole epoch: the workers are shut down at its end, and __del__ later "
                       "does nothing more", watch=("len", "del")),
@@ -498,7 +513,7 @@ register(Exercise(
           "raise rebuild_exception(...) for a WorkerError; shut down with shutdown_workers, "
           "once, at the end of the epoch and in __del__"),
     forbidden=ITERATOR_PIECES + FINISHED_PIECES,
-    time_limit=10.0,
+    time_limit=7.0,
     piece="dataloader.MultiProcessIterator",
 ))
 
