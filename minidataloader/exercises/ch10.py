@@ -380,13 +380,13 @@ def _parent_dies(implementation, arguments) -> dict:
     pid = reading.recv()
     parent.join()
     start = time.monotonic()
-    while running(pid) and time.monotonic() - start < 4.0:
+    while running(pid) and time.monotonic() - start < 6.0:  # 1 s is typical: a busy machine
         time.sleep(0.02)
     try:
         raise pickle.loads(errors.get(timeout=0.1))  # what the reader's loop raised, if it did
     except queue.Empty:
         pass
-    return {"the orphaned worker left within 4 s": not running(pid)}
+    return {"the orphaned worker left within 6 s": not running(pid)}
 
 
 STILL_THERE = ("worker_loop was still running {seconds:g} s after done_event was set, with no "
@@ -465,7 +465,7 @@ register(Exercise(
           "done_event is set; send errors as WorkerError(type, message with the traceback)"),
     forbidden=WORKER_PIECES + FINISHED_PIECES,
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
-    time_limit=6.0,
+    time_limit=9.0,
     piece="worker.worker_loop",
 ))
 
