@@ -450,9 +450,10 @@ class Numbers(Dataset):
 
 
 class Stream(IterableDataset):
-    """The numbers ``0 .. n-1`` as samples ``(i, pid)``; ``shard``: split among the workers by
-    ``share(worker_id, num_workers)``, asked of the learner's own ``get_worker_info`` (or
-    torch's, in torch's workers)."""
+    """The numbers ``0 .. n-1`` as samples ``(i, pid)``. With ``shares``, worker ``w`` reads
+    ``shares[w]`` of every ``sum(shares)`` numbers (who it is, ``info()`` says: the
+    learner's ``get_worker_info``, or torch's in torch's workers); without, every worker
+    reads all of them."""
 
     def __init__(self, n: int, shares: tuple | None = None, info=None):
         self.n, self.shares, self.info = n, shares, info
@@ -782,6 +783,6 @@ register(Exercise(
           "the workers, then prefetch_factor * num_workers tasks; __next__: the batch numbered "
           "next, from the reorder buffer or the result queue"),
     forbidden=ITERATOR_PIECES,
-    time_limit=6.0,
+    time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))

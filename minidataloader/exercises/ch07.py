@@ -441,6 +441,6 @@ register(Exercise(
           "None to w, dispatch once more, read on; skip batch numbers owed by an inactive "
           "worker; dispatch only to active workers"),
     forbidden=ITERATOR_PIECES,
-    time_limit=5.0,
+    time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))

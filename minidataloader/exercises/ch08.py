@@ -328,7 +328,7 @@ register(Exercise(
           "prefetch) into _reset(loader, first_iter=False), which __init__ calls with "
           "first_iter=True; later calls run resume_workers first"),
     forbidden=ITERATOR_PIECES,
-    time_limit=5.0,
+    time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))
 
@@ -389,6 +389,6 @@ register(Exercise(
           "and keep it in self._iterator, then _reset(self) it at every later epoch"),
     forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
                                  "torch.utils.data.dataloader.DataLoader"),
-    time_limit=5.0,
+    time_limit=8.0,
     piece="dataloader.DataLoader",
 ))

@@ -340,6 +340,6 @@ register(Exercise(
           "queue.Queue, a threading.Event and a thread running pin_loop; read batches from "
           "self.data_queue everywhere"),
     forbidden=ITERATOR_PIECES + PIN_PIECES,
-    time_limit=5.0,
+    time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))

@@ -343,9 +343,14 @@ register(Exercise(
 
 class BigFirst:
     """A dataset whose sample 0 is 1 MB of bytes: more than a pipe holds, so a worker that
-    sent it cannot exit before someone reads it (or it gives up on its queue)."""
+    sent it cannot exit before someone reads it (or it gives up on its queue). ``read`` is
+    set once sample 0 is read: the worker is in its loop, its parent noted."""
+
+    def __init__(self):
+        self.read = multiprocessing.get_context("fork").Event()
 
     def __getitem__(self, index):
+        self.read.set()
         return bytes(1 << 20) if index == 0 else index
 
     def __len__(self):
@@ -356,8 +361,9 @@ class BigFirst:
 
 
 def _orphan(implementation, arguments, report, errors) -> None:
-    """The worker's parent: starts the reader's worker loop, tells its pid, and dies at once
-    (as a main process killed by the out-of-memory killer), leaving the worker an orphan."""
+    """The worker's parent: starts the reader's worker loop, waits until it has read a
+    sample (so that it noted who its parent is), tells its pid, and dies at once (as a main
+    process killed by the out-of-memory killer), leaving the worker an orphan."""
     context = multiprocessing.get_context("fork")
     index_queue, result_queue = context.Queue(), context.Queue()
     index_queue.put((0, [0]))  # a 1 MB result nobody will read
@@ -365,6 +371,7 @@ def _orphan(implementation, arguments, report, errors) -> None:
         implementation, errors, arguments[0], index_queue, result_queue, context.Event(),
         *arguments[1:]))
     worker.start()
+    arguments[0].read.wait(5.0)
     report.send(worker.pid)
     os._exit(0)
 
@@ -401,7 +408,7 @@ def _error_worker_cases() -> list[Case]:
                      "; its parent dies right after starting it" if orphan else "")
         return Case({"dataset": dataset, "tasks": tuple(tasks), "in_a_process": in_a_process,
                      "done": done, "orphan": orphan},
-                    description=f"{where}worker 0 of 1; dataset: {dataset!r}{situation}; "
+                    description=f"{where}worker 0 of 1; dataset: {dataset}{situation}; "
                                 f"index queue: {tasks_text(tasks)}", hint=hint)
 
     return [
@@ -415,7 +422,7 @@ def _error_worker_cases() -> list[Case]:
              "with done_event set, fetch nothing more: skip the tasks; and since no None comes, "
              "wait with a timeout (index_queue.get(timeout=...)) and leave when the wait ends "
              "with done_event set", done=True),
-        case(BigFirst(), [],
+        case("4 samples, sample 0 being 1 MB of bytes", [],
              "a worker whose main process has died must leave: when a wait times out, compare "
              "os.getppid() with the parent's pid you noted at the start; and call "
              "result_queue.cancel_join_thread() before leaving, or the 1 MB nobody will read "
@@ -443,9 +450,9 @@ class KeyedBy:
 def _use_error_worker(implementation, case: Case) -> dict:
     # dataset, [queues and done_event], auto_collation, collate_fn, drop_last, base_seed,
     # init_fn, worker_id, num_workers
+    if case.inputs["orphan"]:  # a dataset of its own: its event is this run's
+        return _parent_dies(implementation, (BigFirst(), True, list, False, 7, None, 0, 1))
     arguments = (case.inputs["dataset"], True, list, False, 7, None, 0, 1)
-    if case.inputs["orphan"]:
-        return _parent_dies(implementation, arguments)
     seen = run_worker(implementation, arguments, list(case.inputs["tasks"]),
                       case.inputs["in_a_process"], seconds=2.5,
                       done_after=0.0 if case.inputs["done"] else None,
@@ -513,7 +520,7 @@ register(Exercise(
           "raise rebuild_exception(...) for a WorkerError; shut down with shutdown_workers, "
           "once, at the end of the epoch and in __del__"),
     forbidden=ITERATOR_PIECES + FINISHED_PIECES,
-    time_limit=7.0,
+    time_limit=9.0,
     piece="dataloader.MultiProcessIterator",
 ))
 
