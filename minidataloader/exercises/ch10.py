@@ -371,7 +371,9 @@ def _orphan(implementation, arguments, report, errors) -> None:
         implementation, errors, arguments[0], index_queue, result_queue, context.Event(),
         *arguments[1:]))
     worker.start()
-    arguments[0].read.wait(5.0)
+    deadline = time.monotonic() + 5.0
+    while not arguments[0].read.wait(0.02) and worker.is_alive() and time.monotonic() < deadline:
+        pass  # until it has read (or died: code that raises at once reads nothing)
     report.send(worker.pid)
     os._exit(0)
 
