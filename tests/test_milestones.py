@@ -155,6 +155,96 @@ def test_an_iterator_that_leaves_processes_behind_leaves_none_after_the_mileston
 
 def test_part_two_milestones_are_declared_and_say_so(tmp_path):
     assert set(milestones()) == {5, 7, 10, 13}
-    verdict = milestone(7, solved(tmp_path))
+    verdict = milestone(13, solved(tmp_path))
     assert verdict.status == "not attempted" and "not written yet" in verdict.summary
     assert milestone(6, solved(tmp_path)).summary.startswith("there is no milestone 6")
+
+
+# ---------------------------------------------------------------------------------------
+# Milestones 7 and 10: the learner's loader with worker processes
+
+
+def broken_in(tmp_path, chapter: int, exercise: str, old: str, new: str) -> pathlib.Path:
+    """The package of a learner who finished ``chapter``, with one piece changed."""
+    package = solved(tmp_path, chapter)
+    asked = next(e for e in piece_exercises()[piece_of(exercise)] if e.name == exercise)
+    source = reference_source(asked)
+    assert old in source, f"{exercise}'s reference changed: update this test"
+    write_piece(package, asked.piece, source.replace(old, new), force=True)
+    return package
+
+
+def piece_of(exercise: str) -> str:
+    return next(piece for piece, asking in piece_exercises().items()
+                if exercise in [e.name for e in asking])
+
+
+def test_the_reference_pieces_pass_milestone_7(tmp_path):
+    verdict = milestone(7, solved(tmp_path, 7))
+    assert verdict.passed, str(verdict)
+    text = str(verdict)
+    assert "all 14 pass their checks" in text and "24 configurations with workers" in text
+    assert "workers started with spawn: the same as torch on all 2 cases" in text
+
+
+def test_the_reference_pieces_pass_milestone_10_from_a_terminal_with_spawn(tmp_path):
+    """From a terminal, with spawn as the start method: the checks still fork their children,
+    and the learner's package is found by the workers the milestone's cases spawn."""
+    package = solved(tmp_path, 10)
+    done = subprocess.run([sys.executable, "-m", "minidataloader.exercises.milestones", "10",
+                           str(package), "--start-method", "spawn"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("✔ passed: milestone 10")
+    assert "no worker left behind: the same as torch on all 4 cases" in done.stdout
+
+
+def timed_milestone(number: int, package, limit: float) -> str:
+    start = time.monotonic()
+    verdict = milestone(number, package)
+    assert time.monotonic() - start < limit, f"verdict after {time.monotonic() - start:.0f} s"
+    assert verdict.status == "failed", str(verdict)
+    return str(verdict)
+
+
+def test_a_worker_loop_that_never_stops_is_named(tmp_path):
+    package = broken_in(tmp_path, 7, "worker_loop, seeded",
+                        "        if task is None:\n            return\n",
+                        "        if task is None:\n            continue\n")
+    text = timed_milestone(7, package, 90 + SLACK)
+    assert "worker_loop (worker.py)" in text and "None sentinel" in text
+
+
+def test_an_iterator_that_leaves_processes_behind_is_named(tmp_path):
+    package = broken_in(tmp_path, 10, "MultiProcessIterator, guarded",
+                        "    def __del__(self):", "    def _never_called(self):")
+    text = timed_milestone(10, package, 120 + SLACK)
+    assert "MultiProcessIterator (dataloader.py)" in text and "__del__" in text
+
+
+def test_a_reorder_buffer_that_reads_everything_first_is_named(tmp_path):
+    """It gives torch's batches, and passes its chapter 7 check: the milestone's
+    "batch 0 as soon as it arrives" finds it, and the swap of pieces names it."""
+    package = broken_in(
+        tmp_path, 7, "MultiProcessIterator, streams",
+        "    def _hand_out(self, number, data):\n",
+        "    def _hand_out(self, number, data):\n"
+        "        while len(self.waiting) < self.sent - self.next_number - 1 and not isinstance(\n"
+        "                self.loader.dataset, IterableDataset):  # the others first (streams: no)\n"
+        "            early, early_data = self._get()\n"
+        "            self.waiting[early] = early_data\n")
+    text = timed_milestone(7, package, 150 + SLACK)
+    assert "✘ batch 0 as soon as it arrives" in text
+    assert "with the reference MultiProcessIterator in place of yours" in text
+
+
+def test_a_loader_with_workers_that_delegates_to_torch_is_refused(tmp_path):
+    package = broken_in(tmp_path, 7, "DataLoader",
+                        "        return MultiProcessIterator(self)",
+                        "        import torch.utils.data\n"
+                        "        return iter(torch.utils.data.DataLoader(\n"
+                        "            self.dataset, batch_sampler=self.batch_sampler,\n"
+                        "            num_workers=self.num_workers, collate_fn=self.collate_fn))")
+    text = timed_milestone(7, package, 90 + SLACK)
+    assert "your code used torch.utils.data.DataLoader" in text
+    assert "look at your DataLoader, in myloader/dataloader.py" in text

@@ -34,7 +34,7 @@ import nbformat
 import pytest
 
 from minidataloader.exercises import exercises, questions
-from minidataloader.exercises.learner import fill_with_solutions, reference_source
+from minidataloader.exercises.learner import fill_with_solutions, reference_source, write_piece
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "exercises"))
 from answers import solution_source  # noqa: E402
@@ -94,13 +94,27 @@ def reference_answer(cell) -> str:
     return solution_source(module, name)
 
 
+def earlier_pages(path: pathlib.Path) -> list[pathlib.Path]:
+    """The workbooks of the pages of the same chapter that come before ``path`` in the book
+    (chapter 10 has two pages): in the order of ``_toc.yml``."""
+    pages = [line.split("book/", 1)[1].strip() for line in (ROOT / "_toc.yml").read_text()
+             .splitlines() if "file: book/" in line]
+    same = [page for page in pages if page[:2] == path.name[:2]]
+    return [ROOT / "notebooks" / f"{page}.ipynb" for page in same[:same.index(path.stem)]]
+
+
 def workbook_folder(path: pathlib.Path, tmp_path: pathlib.Path, solved_up_to: int | None):
     """A copy of the workbook in a folder of its own, with the learner's package beside it:
     made from the stubs by the workbook's first cell, or, for ``solved_up_to``, holding the
-    reference pieces of the chapters up to that one."""
+    reference pieces of the chapters up to that one, and of the earlier pages of this one."""
     shutil.copy(path, tmp_path / path.name)
     if solved_up_to is not None:
         fill_with_solutions(tmp_path / "myloader", solved_up_to)
+        for page in earlier_pages(path):
+            for cell in exercise_cells(nbformat.read(page, as_version=4)):
+                if piece_of(cell):
+                    write_piece(tmp_path / "myloader", piece_of(cell), reference_answer(cell),
+                                force=True)
     return tmp_path / path.name
 
 

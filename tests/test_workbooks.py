@@ -23,8 +23,8 @@ def ids(path: pathlib.Path) -> str:
 
 
 def test_every_chapter_has_a_workbook():
-    assert len(CHAPTERS) == 14
-    for chapter in CHAPTERS:
+    assert sorted({workbooks.chapter_number(c) for c in CHAPTERS}) == list(range(1, 15))
+    for chapter in CHAPTERS:  # a chapter of two pages (10) has a workbook per page
         assert workbooks.workbook_path(chapter).exists(), chapter.name
 
 
@@ -303,3 +303,23 @@ def test_a_check_yourself_item_becomes_a_question_an_answer_cell_a_check_and_the
 def test_broken_item_markup_says_what_to_fix(text, message):
     with pytest.raises(ChapterError, match=re.escape(message)):
         make(text)
+
+
+def test_a_chapter_of_two_pages_makes_a_workbook_per_page(tmp_path):
+    """Both pages are chapter 1: each makes its own workbook, with the exercises it states."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    second = (EXERCISE.replace("Iterations per epoch", "Last batch size")
+              .replace("iterations_per_epoch(dataset_size, batch_size, drop_last=False)`",
+                       "last_batch_size(dataset_size, batch_size, drop_last=False)`"),
+              STUB.replace("iterations_per_epoch", "last_batch_size"))
+    (tmp_path / "book" / "01_first.md").write_text(HEADER + EXERCISE + STUB)
+    (tmp_path / "book" / "01_second.md").write_text(HEADER.replace("# 1. A chapter",
+                                                                   "# 1. A chapter: more")
+                                                    + "".join(second))
+    assert workbooks.main(["--root", str(tmp_path)]) == 0
+    made = {path.name: path.read_text() for path in (tmp_path / "notebooks").glob("*.ipynb")}
+    assert sorted(made) == ["01_first.ipynb", "01_second.ipynb"]
+    assert "check(iterations_per_epoch)" in made["01_first.ipynb"]
+    assert "check(last_batch_size)" in made["01_second.ipynb"]
+    assert "Workbook 1: A chapter: more" in made["01_second.ipynb"]

@@ -5,8 +5,9 @@ seconds)``: the worker "fetches" for ``seconds`` and sends ``(batch, label)``. O
 batch number matters to the pool's user, as in the real loader, where batch numbers start
 again at 0 every epoch; the label (``"epoch 0, batch 3"``) says what really came back.
 
-A :class:`Resume` in an index queue asks the worker to acknowledge: it answers
-``(Resume(), worker_id)`` on the result queue, after everything it sent before.
+A :class:`Resume` in an index queue (or any task that is not a tuple: the learner's own
+``Resume`` too) asks the worker to acknowledge: it answers ``(Resume(), worker_id)`` on the
+result queue, after everything it sent before.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def toy_worker(worker_id, index_queue, result_queue):
         task = index_queue.get()
         if task is None:  # the pool is closing
             return
-        if isinstance(task, Resume):
+        if not isinstance(task, tuple):  # a Resume (whoever's class it is): acknowledge,
             result_queue.put((task, worker_id))  # after all it sent before
             continue
         batch, label, seconds = task

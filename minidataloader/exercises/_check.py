@@ -107,8 +107,8 @@ WORDING = {
     Outcome.TIMED_OUT: Wording(
         FAILED, "{name} took longer than {limit:g} s and was stopped",
         hint="look for a loop that never ends (a `while` whose condition stays true, an "
-             "iterator that never stops) or a long sleep; these cases need far less time than "
-             "that"),
+             "iterator that never stops, a wait for a message that never comes) or a long "
+             "sleep; these cases need far less time than that{about_the_case}"),
     Outcome.KILLED: Wording(
         FAILED, _ENDED, "it was killed by signal {signal} ({description})",
         "a crash like this comes from C code (in torch, numpy or a library) given something it "
@@ -329,6 +329,7 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
               "kept": OUTPUT_KEPT, "allowed": f"; you may use {allowed}" if allowed else "",
               "case_hint": _case_hint(exercise, cases[index]) if index is not None else "",
               **details}
+    fields["about_the_case"] = f". This case: {fields['case_hint']}" if fields["case_hint"] else ""
     verdict = Verdict(exercise=exercise.name, status=wording.verdict,
                       summary=wording.summary.format(**fields),
                       problem=wording.problem.format(**fields), hint=wording.hint.format(**fields),

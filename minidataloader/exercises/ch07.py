@@ -1,5 +1,9 @@
 """Chapter 7 (randomness and identity in workers): the exercises and their hidden cases.
 
+The learner's worker loop and iterator grow here (seeds installed in each worker, the worker
+told who it is, a stream that ends in one worker); they are checked with chapter 6's
+machinery, the worker loop in real forked processes but for its first case.
+
 Two exercises run the reader's code inside real worker processes of torch's DataLoader
 (started with fork: the checker itself runs in a forked child, and only fork hands the
 reader's notebook code to a worker without pickling it). Code that misbehaves in a worker
@@ -12,17 +16,28 @@ reader's code alike.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import random
-import warnings
+import sys
 
 import numpy as np
 import torch
 import torch.utils.data._utils.worker as torch_worker
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ._framework import Case, Exercise, register, take
+from .ch06 import (
+    ITERATOR_PIECES,
+    WORKER_PIECES,
+    _TorchIterator,
+    iterator_case,
+    more_workers_than_cpus_is_fine,
+    run_worker,
+    tasks_text,
+    use_iterator,
+    worker_info_in,
+    worker_module_of,
+)
 from .solutions import ch07 as solutions
 
 GENERATE_STATE = ("minidataloader.worker._generate_state",
@@ -38,50 +53,33 @@ def workers_for_a_check(num_workers: int) -> dict:
     return {"num_workers": num_workers, "multiprocessing_context": "fork"}
 
 
-@contextlib.contextmanager
-def more_workers_than_cpus_is_fine():
-    """Silence torch's warning about more workers than CPUs: the hidden cases use up to 3
-    workers on any machine, and the warning is not the reader's doing."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*worker processes", category=UserWarning)
-        yield
-
-
 # ---------------------------------------------------------------------------------------
-# The seeds of each worker
+# numpy's seed in a worker (a piece of the learner's loader)
 
-def _seed_hint(base_seed: int, num_workers: int) -> str:
-    if num_workers == 0:
-        return "no workers: an empty list"
+def _state_hint(base_seed: int, worker_id: int) -> str:
     if base_seed >> 32:
-        return ("worker w's seed is base_seed + w; this base seed needs more than 32 bits: "
-                "numpy's words are [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]")
-    return ("worker w's seed is base_seed + w; its numpy state is "
-            "np.random.SeedSequence([w, base_seed & 0xFFFFFFFF, base_seed >> 32, 0])"
+        return ("this base seed needs more than 32 bits: the words are [worker_id, "
+                "base_seed & 0xFFFFFFFF, base_seed >> 32, 0], and the third is not 0 here")
+    return ("np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0])"
             ".generate_state(4), as a list of 4 ints")
 
 
-def _seed_cases() -> list[Case]:
+def _state_cases() -> list[Case]:
     drawn = torch.empty((), dtype=torch.int64).random_(
         generator=torch.Generator().manual_seed(0)).item()
-    return [Case({"base_seed": base, "num_workers": workers}, hint=_seed_hint(base, workers))
-            for base, workers in [(0, 1), (drawn, 4), (2**32 - 1, 2), (2**32, 2), (7, 3),
-                                  (2**63 - 1, 2), (12345, 0)]]
-
-
-def _torch_seeds(base_seed, num_workers):
-    """torch's answer: the seeds its worker loop gives each worker."""
-    return [(base_seed + worker_id, torch_worker._generate_state(base_seed, worker_id))
-            for worker_id in range(num_workers)]
+    return [Case({"base_seed": base, "worker_id": worker}, hint=_state_hint(base, worker))
+            for base, worker in [(0, 0), (drawn, 0), (drawn, 3), (2**32 - 1, 1), (2**32, 1),
+                                 (7, 2), (2**63 - 1, 1), (12345, 0)]]
 
 
 register(Exercise(
-    reference=solutions.worker_seeds,
-    oracle=_torch_seeds,
-    cases=_seed_cases,
-    hint=("a list with one tuple per worker: (base_seed + worker_id, numpy_state), where "
-          "numpy_state is a list of four ints from np.random.SeedSequence"),
+    reference=solutions.generate_state,
+    oracle=torch_worker._generate_state,
+    cases=_state_cases,
+    hint=("mix the worker id and the two 32-bit halves of the base seed with "
+          "np.random.SeedSequence, and return generate_state(4) as a list of ints"),
     forbidden=GENERATE_STATE,
+    piece="worker.generate_state",
 ))
 
 
@@ -255,4 +253,194 @@ register(Exercise(
           "everything); otherwise yield self.items[info.id::info.num_workers]"),
     allowed=WORKER_INFO,
     time_limit=5.0,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The worker loop, grown: seeds, get_worker_info, worker_init_fn, the end of a stream
+
+
+class WhatAWorkerSees(Dataset):
+    """Sample ``i`` is what code in the worker sees: its WorkerInfo (as the learner's
+    ``get_worker_info()`` gives it), torch's initial seed, one draw from each global
+    generator, and what ``worker_init_fn`` left on this copy of the dataset."""
+
+    def __init__(self, n: int, worker_module: str | None):
+        self.n, self.worker_module = n, worker_module
+        self.from_init_fn = "worker_init_fn did not run"
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        info = worker_info_in(self.worker_module)
+        if info is None:
+            return index, "get_worker_info() is None"
+        return (index, {"id": info.id, "num_workers": info.num_workers, "seed": info.seed,
+                        "dataset is this copy": info.dataset is self},
+                torch.initial_seed(), round(random.random(), 9), round(float(np.random.rand()), 9),
+                round(torch.rand(()).item(), 6), self.from_init_fn)
+
+
+def note_the_seed(worker_id):
+    """The cases' worker_init_fn: leaves on the worker's copy of the dataset what it saw."""
+    module = sys.modules[note_the_seed.worker_module]
+    info = module._worker_info
+    info.dataset.from_init_fn = (worker_id, info.seed, round(random.random(), 9))
+
+
+class Revives(IterableDataset):
+    """A stream of ``n`` numbers whose iterator starts over after its StopIteration (a badly
+    written iterator, but a legal one): a worker must not read it again this epoch."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __iter__(self):
+        return _Reviving(self.n)
+
+    def __repr__(self):
+        return f"a stream of {self.n} numbers whose iterator starts over after it ends"
+
+
+class _Reviving:
+    def __init__(self, n):
+        self.n, self.i = n, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i == self.n:
+            self.i = 0
+            raise StopIteration
+        self.i += 1
+        return self.i - 1
+
+
+class EveryOther(IterableDataset):
+    """The numbers 0..n-1; in a worker (asked of the learner's get_worker_info when the
+    fetcher calls ``iter()``) only those of its share: ``items[id::num_workers]``."""
+
+    def __init__(self, n: int, worker_module: str | None):
+        self.n, self.worker_module = n, worker_module
+
+    def __iter__(self):
+        info = worker_info_in(self.worker_module)
+        if info is None:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))
+
+
+def _grown_worker_cases() -> list[Case]:
+    def case(dataset, tasks, hint, base_seed=123, worker_id=1, num_workers=3, init_fn=False,
+             in_a_process=True):
+        where = "in a real worker process (fork), " if in_a_process else ""
+        init = ", worker_init_fn notes what it sees" if init_fn else ""
+        kind, n = dataset
+        shown = {"sees": f"{n} samples that report what code in the worker sees",
+                 "revives": repr(Revives(n)),
+                 "every other": f"a stream of 0..{n - 1} giving worker w of W items[w::W]"}[kind]
+        return Case({"dataset": dataset, "tasks": tuple(tasks), "base_seed": base_seed,
+                     "worker_id": worker_id, "num_workers": num_workers, "init_fn": init_fn,
+                     "in_a_process": in_a_process},
+                    description=f"{where}worker {worker_id} of {num_workers}, base_seed="
+                                f"{base_seed}{init}; dataset: {shown}; index queue: "
+                                f"{tasks_text(tasks)}", hint=hint)
+
+    return [
+        case(("sees", 2), [(0, (0, 1)), None],
+             "seed torch and random with base_seed + worker_id, numpy with generate_state("
+             "base_seed, worker_id), and set the module's _worker_info = WorkerInfo(id, "
+             "num_workers, seed, dataset) before the first task", in_a_process=False),
+        case(("sees", 3), [(0, (0,)), (1, (1, 2)), None],
+             "a base seed of more than 32 bits: numpy's seed comes from generate_state, "
+             "torch's and random's are base_seed + worker_id", base_seed=2**40 + 5,
+             worker_id=2),
+        case(("sees", 2), [(0, (0, 1)), None],
+             "call init_fn(worker_id) after the seeds and the info, before the first task "
+             "(it may draw random numbers, and read get_worker_info())", worker_id=0,
+             num_workers=2, init_fn=True),
+        case(("revives", 4), [(0, (None, None)), (1, (None, None)), (2, (None, None)),
+                              (3, (None, None)), None],
+             "an IterableDataset: the fetcher raises StopIteration when this worker's copy "
+             "has run out; send (batch_number, StreamEnded(worker_id)) once, then answer no "
+             "more tasks (this stream would start over)", worker_id=0, num_workers=1),
+        case(("every other", 7), [(0, (None, None)), (1, (None, None)), (2, (None, None)),
+                                  None],
+             "make the fetcher after setting _worker_info: for a stream it calls iter(dataset), "
+             "which asks get_worker_info() for this worker's share", worker_id=1,
+             num_workers=2),
+    ]
+
+
+def _use_grown_worker(implementation, case: Case) -> dict:
+    inputs = case.inputs
+    module = worker_module_of(implementation)
+    kind, n = inputs["dataset"]
+    dataset = {"sees": WhatAWorkerSees(n, module), "revives": Revives(n),
+               "every other": EveryOther(n, module)}[kind]
+    note_the_seed.worker_module = module
+    init_fn = note_the_seed if inputs["init_fn"] else None
+    # dataset, [queues and done_event], auto_collation, collate_fn, drop_last, base_seed,
+    # init_fn, worker_id, num_workers
+    arguments = (dataset, True, list, False, inputs["base_seed"], init_fn,
+                 inputs["worker_id"], inputs["num_workers"])
+    seen = run_worker(implementation, arguments, list(inputs["tasks"]), inputs["in_a_process"])
+    if not inputs["in_a_process"]:
+        seen["tasks left unread"] = "(not compared)"
+    return seen
+
+
+register(Exercise(
+    reference=solutions.worker_loop,
+    name="worker_loop, seeded",
+    cases=_grown_worker_cases,
+    run=_use_grown_worker,
+    hint=("before the loop: the three seeds, _worker_info, init_fn, then the fetcher; in the "
+          "loop, a StopIteration from the fetcher becomes (batch_number, StreamEnded(worker_id))"),
+    forbidden=WORKER_PIECES + GENERATE_STATE,
+    allowed=WORKER_INFO,
+    time_limit=5.0,
+    piece="worker.worker_loop",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The iterator, grown: a worker whose stream has ended gets no more tasks
+
+
+def _stream_iterator_cases() -> list[Case]:
+    return [
+        iterator_case(("stream", 9), {"batch_size": 2, "num_workers": 2},
+                      "every worker reads the whole stream here: both copies' batches come, "
+                      "in turns; when a worker sends StreamEnded, give it no more tasks (None "
+                      "lets it leave), send the task to another worker, and skip the batch "
+                      "numbers it still owed", watch=()),
+        iterator_case(("stream", 9, (3, 1)), {"batch_size": 2, "num_workers": 2},
+                      "worker 0 has three times as much to read as worker 1: after worker 1's "
+                      "stream ends, every task goes to worker 0, until its stream ends too; the "
+                      "epoch ends when no worker is left", watch=()),
+        iterator_case(("stream", 10, (1, 1, 1)), {"batch_size": 3, "num_workers": 3,
+                                                  "prefetch_factor": 1, "drop_last": True},
+                      "three shares of a stream, each ending with a partial batch that "
+                      "drop_last drops: each worker ends at its own time", watch=()),
+        iterator_case(("numbers", 10), {"batch_size": 3, "num_workers": 3,
+                                        "prefetch_factor": 1},
+                      "a map-style dataset: every worker stays active, as in chapter 6"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, streams",
+    oracle=_TorchIterator,
+    cases=_stream_iterator_cases,
+    run=use_iterator,
+    hint=("keep a list active[worker_id]; on (number, StreamEnded(w)): active[w] = False, "
+          "None to w, dispatch once more, read on; skip batch numbers owed by an inactive "
+          "worker; dispatch only to active workers"),
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
 ))

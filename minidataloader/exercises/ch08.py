@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import queue
+import sys
 
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from minidataloader.demo.ch08_pool import Resume, ToyPool, interrupted_epoch
+from minidataloader.demo.ch08_pool import ToyPool, interrupted_epoch
+from minidataloader.demo.processes import children
 
 from ._compare import close
 from ._framework import Case, Exercise, register, take
-from .ch07 import more_workers_than_cpus_is_fine, workers_for_a_check
+from .ch06 import (
+    ITERATOR_PIECES,
+    WORKER_PIECES,
+    Numbers,
+    Readers,
+    _TorchIterator,
+    iterator_case,
+    loader_arguments,
+    more_workers_than_cpus_is_fine,
+    one_epoch,
+    run_worker,
+    tasks_text,
+    use_iterator,
+    worker_module_of,
+)
+from .ch07 import workers_for_a_check
 from .solutions import ch08 as solutions
 
 # ---------------------------------------------------------------------------------------
@@ -50,7 +67,7 @@ register(Exercise(
 def _label(message) -> str:
     if isinstance(message, tuple) and len(message) == 2:
         first, second = message
-        if isinstance(first, Resume):
+        if type(first).__name__ == "Resume":
             return f"an acknowledgement from worker {second}"
         if isinstance(second, str):
             return second
@@ -58,6 +75,8 @@ def _label(message) -> str:
 
 
 def _use_resume(implementation, case: Case) -> dict:
+    """The reader's handshake on a ToyPool (threads), whose workers acknowledge any Resume,
+    the reader's own included."""
     workers = case.inputs["num_workers"]
     pool = ToyPool(workers)
     try:
@@ -96,6 +115,7 @@ register(Exercise(
           "until one acknowledgement (Resume(), worker_id) per worker has come: everything "
           "else you take on the way is a stale batch, to return in a list"),
     time_limit=3.0,
+    piece="dataloader.resume_workers",
 ))
 
 
@@ -202,4 +222,173 @@ register(Exercise(
     hint=("make torch.Generator().manual_seed(generator_seed); a base seed is "
           "torch.empty((), dtype=torch.int64).random_(generator=generator).item(), drawn "
           "for each new iterator"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The worker loop, grown: it answers Resume
+
+
+class Counting(IterableDataset):
+    """A stream of ``n`` numbers that counts (in its own copy) how often it was started."""
+
+    def __init__(self, n: int):
+        self.n, self.started = n, 0
+
+    def __iter__(self):
+        self.started += 1
+        return iter([(i, self.started) for i in range(self.n)])
+
+
+def _resume_worker_cases() -> list[Case]:
+    def case(dataset, tasks, hint, in_a_process=True):
+        where = "in a real worker process (fork), " if in_a_process else ""
+        shown = (f"the squares of 0..{dataset[1] - 1}" if dataset[0] == "squares" else
+                 f"a stream of {dataset[1]} numbers, each with how often the stream was started")
+        return Case({"dataset": dataset, "tasks": tuple(tasks), "in_a_process": in_a_process},
+                    description=f"{where}worker 0 of 1; dataset: {shown}; index queue: "
+                                f"{tasks_text(tasks)}", hint=hint)
+
+    resume = "RESUME"  # a Resume() of the learner's own worker.py, put in by the run
+    return [
+        case(("squares", 6), [(0, (0, 1)), resume, (0, (2, 3)), None],
+             "a Resume() in the index queue: put (the Resume, worker_id) on the result queue, "
+             "after everything sent before, and go on with the tasks of the new epoch",
+             in_a_process=False),
+        case(("stream", 3), [(0, (None, None)), (1, (None, None)), (2, (None, None)), resume,
+                             (0, (None, None)), (1, (None, None)), None],
+             "after a Resume, make a new fetcher (a stream starts again: iter(dataset)), and "
+             "forget that the last epoch's stream ended"),
+        case(("stream", 2), [(0, (None, None)), resume, resume, (0, (None,)), None],
+             "every Resume is acknowledged, even with no task in between"),
+    ]
+
+
+def _use_resume_worker(implementation, case: Case) -> dict:
+    resume = sys.modules[worker_module_of(implementation)].Resume
+    tasks = [resume() if task == "RESUME" else task for task in case.inputs["tasks"]]
+    kind, n = case.inputs["dataset"]
+    dataset = tuple(i * i for i in range(n)) if kind == "squares" else Counting(n)
+    # dataset, [queues and done_event], auto_collation, collate_fn, drop_last, base_seed,
+    # init_fn, worker_id, num_workers
+    arguments = (dataset, True, list, False, 7, None, 0, 1)
+    seen = run_worker(implementation, arguments, tasks, case.inputs["in_a_process"])
+    if not case.inputs["in_a_process"]:
+        seen["tasks left unread"] = "(not compared)"
+    return seen
+
+
+register(Exercise(
+    reference=solutions.worker_loop,
+    name="worker_loop, resumed",
+    cases=_resume_worker_cases,
+    run=_use_resume_worker,
+    hint=("if isinstance(task, Resume): put (task, worker_id) on the result queue, make a new "
+          "fetcher, set ended back to False, and continue"),
+    forbidden=WORKER_PIECES,
+    allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
+    time_limit=5.0,
+    piece="worker.worker_loop",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The iterator, grown: _reset starts a new epoch with the same workers
+
+
+def _reset_cases() -> list[Case]:
+    persistent = {"num_workers": 2, "persistent_workers": True}
+    return [
+        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2, "shuffle": True,
+                                       "generator": 3, "persistent_workers": True},
+                      "the base seed is drawn once, in __init__ (persistent workers keep their "
+                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
+                                        **persistent},
+                      "_reset(loader): a new pass over the batch sampler, batch numbers from 0 "
+                      "again, then resume_workers (what epoch 2 left in flight is dropped), "
+                      "then the prefetch window; the same worker processes every epoch",
+                      epochs=(None, 1, None)),
+        iterator_case(("stream", 7, (1, 1)), {"batch_size": 2, **persistent},
+                      "streams start again every epoch: a worker whose stream ended is active "
+                      "again after _reset (do not send it None: it stays for the next epoch)",
+                      watch=(), epochs=(None, None)),
+        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
+                      "without persistent workers, the end of the epoch still stops them"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, persistent",
+    oracle=_TorchIterator,
+    cases=_reset_cases,
+    run=use_iterator,
+    hint=("move what starts an epoch (the sampler's iterator, the counters, the buffer, the "
+          "prefetch) into _reset(loader, first_iter=False), which __init__ calls with "
+          "first_iter=True; later calls run resume_workers first"),
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The DataLoader, grown: one iterator for all epochs when the workers persist
+
+
+def _use_persistent_loader(implementation, case: Case) -> dict:
+    size, arguments, stops = (case.inputs[k] for k in ("size", "arguments", "epochs"))
+    dataset = Numbers(size)
+    running_before = set(children())  # an earlier case's workers may live on
+    torch.manual_seed(0)
+    with more_workers_than_cpus_is_fine():
+        loader = implementation(dataset, **loader_arguments(arguments))
+        readers, iterators, seen = Readers(), [], {}
+        for epoch, stop_after in enumerate(stops):
+            iterators.append(iter(loader))
+            seen[f"epoch {epoch + 1}"] = one_epoch(iterators[-1], readers, 3 * size + 3,
+                                                   stop_after)
+    seen["iter(loader) gave the same iterator every epoch"] = all(
+        it is iterators[0] for it in iterators)
+    seen["worker processes still running"] = len(set(children()) - running_before)
+    return seen
+
+
+def _persistent_loader_cases() -> list[Case]:
+    def case(size, arguments, hint, epochs=(None, None, None)):
+        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return Case({"size": size, "arguments": tuple(arguments.items()), "epochs": epochs},
+                    description=f"DataLoader(a dataset of {size} samples (i, pid), {shown}); "
+                                f"{len(epochs)} epochs" + (", the second left after one batch"
+                                                            if epochs[1] is not None else ""),
+                    hint=hint)
+
+    return [
+        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
+             "persistent_workers=True: the first iter() makes the MultiProcessIterator and "
+             "keeps it (self._iterator); every later iter() calls its _reset(self) and returns "
+             "the same iterator"),
+        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
+             "an epoch left with break: the next iter() still resets the same iterator",
+             epochs=(None, 1, None)),
+        case(6, {"batch_size": 2, "num_workers": 2},
+             "without persistent workers, every iter() makes a new iterator, with new workers"),
+        case(6, {"batch_size": 2}, "num_workers=0: the SingleProcessIterator, as in chapter 5"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.DataLoader,
+    name="DataLoader, persistent",
+    oracle=DataLoader,
+    cases=_persistent_loader_cases,
+    run=_use_persistent_loader,
+    hint=("__init__ as in chapter 5; __iter__: without workers a SingleProcessIterator, without "
+          "persistent workers a new MultiProcessIterator; with them, make one the first time "
+          "and keep it in self._iterator, then _reset(self) it at every later epoch"),
+    forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
+                                 "torch.utils.data.dataloader.DataLoader"),
+    time_limit=8.0,
+    piece="dataloader.DataLoader",
 ))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import queue
+import sys
 import threading
 import time
 from collections import OrderedDict, defaultdict, namedtuple
@@ -17,7 +18,15 @@ import torch
 
 from ._compare import close
 from ._framework import Case, Exercise, register
-from .ch06 import drain, finish_thread, start_thread
+from .ch06 import (
+    ITERATOR_PIECES,
+    _TorchIterator,
+    drain,
+    finish_thread,
+    iterator_case,
+    start_thread,
+    use_iterator,
+)
 from .solutions import ch09 as solutions
 
 PIN_PIECES = ("minidataloader.pin_memory.pin_memory", "minidataloader.pin_memory._pin_memory_loop",
@@ -76,6 +85,8 @@ def describe_pinned(value, pinning: StandInPinning):
                 value.tokens)
     if isinstance(value, BaseException):
         return f"the exception {type(value).__name__}: {value}"
+    if type(value).__name__ == "StreamEnded":  # the learner's class, or the reference's
+        return f"StreamEnded(worker_id={value.worker_id})"
     if isinstance(value, dict):
         described = copy.copy(value)  # the same type, a defaultdict included
         described.update({key: describe_pinned(item, pinning) for key, item in value.items()})
@@ -134,6 +145,7 @@ register(Exercise(
     hint=("check in this order: a tensor (pin_fn), an object with a pin_memory method, str or "
           "bytes, a Mapping, a namedtuple, a Sequence, anything else; recurse into containers"),
     forbidden=PIN_PIECES,
+    piece="pin_memory.pin_batch",
 ))
 
 
@@ -197,6 +209,13 @@ register(Exercise(
 # 4. The pin thread's loop
 
 
+class Resume:
+    """A stand-in for the learner's Resume: what an acknowledgement carries as its number."""
+
+    def __repr__(self):
+        return "Resume()"
+
+
 def _pin_loop_cases() -> list[Case]:
     small = torch.arange(4.0)
 
@@ -223,6 +242,11 @@ def _pin_loop_cases() -> list[Case]:
              "batch, and go on: the main loop raises it when it reaches that batch",
              limit_bytes=64, description="pin_fn raises RuntimeError on batch 0 (too big to "
                                          "pin), batch 1 is fine"),
+        case([(0, small), (1, "STREAM ENDED"), (Resume(), 0), (2, small)],
+             "only batches are pinned: a StreamEnded, and an acknowledgement (Resume(), "
+             "worker_id), whose number is no int, pass as they are",
+             description="batch 0, then worker 0's StreamEnded as batch 1, an acknowledgement "
+                         "(Resume(), 0), and batch 2"),
     ]
 
 
@@ -231,7 +255,9 @@ STOP_LATE = ("pin_loop took longer than 1 s to stop after done_event was set: wa
 
 
 def _use_pin_loop(implementation, case: Case) -> dict:
-    items = case.inputs["items"]
+    stream_ended = sys.modules[implementation.__module__].StreamEnded
+    items = [(number, stream_ended(0) if isinstance(data, str) else data)
+             for number, data in case.inputs["items"]]
     in_queue, out_queue, done_event = queue.Queue(), queue.Queue(), threading.Event()
     pinning = StandInPinning(case.inputs["limit_bytes"])
     thread, outcome = start_thread(implementation, (in_queue, out_queue, done_event, pinning),
@@ -255,7 +281,65 @@ register(Exercise(
     cases=_pin_loop_cases,
     run=_use_pin_loop,
     hint=("while not done_event.is_set(): try to get (number, data) with a timeout (on "
-          "queue.Empty, continue); pin data unless it is an exception; put (number, data)"),
+          "queue.Empty, continue); pin data if number is an int and data is neither an "
+          "exception nor a StreamEnded; put (number, data)"),
     forbidden=PIN_PIECES,
     time_limit=5.0,
+    piece="pin_memory.pin_loop",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# 5. The iterator, grown: a pin thread between the workers and the training loop
+
+
+def _pin_iterator_cases() -> list[Case]:
+    return [
+        iterator_case(("numbers", 8), {"batch_size": 2, "num_workers": 2},
+                      "with loader._pin_memory_fn set, start a thread running pin_loop from the "
+                      "result queue to a queue.Queue of the main process, read the batches "
+                      "from that one, and stop the thread at the end (done_event, then join)",
+                      pin=True),
+        iterator_case(("numbers", 8, None, 5), {"batch_size": 2, "num_workers": 2},
+                      "the exception a worker sends passes the pin thread unpinned, and is "
+                      "raised in its turn", pin=True),
+        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2,
+                                       "persistent_workers": True},
+                      "persistent workers: the acknowledgements come through the pin thread "
+                      "too, so _reset reads them from the pin thread's queue",
+                      pin=True, epochs=(None, 1, None)),
+        iterator_case(("stream", 5), {"batch_size": 2, "num_workers": 2},
+                      "a StreamEnded passes the pin thread as it is", watch=(), pin=True),
+        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
+                      "without a pin function (and pin_memory=False, or no accelerator), no "
+                      "thread: read the result queue as before"),
+    ]
+
+
+def _use_pinning_iterator(implementation, case: Case) -> dict:
+    before = _threads()
+    seen = use_iterator(implementation, case)
+    if not dict(case.inputs["arguments"]).get("persistent_workers"):
+        seen["threads of the main process still running"] = len(_threads() - before)
+    return seen
+
+
+def _threads() -> set:
+    """This process's threads, but for its queues' feeder threads (multiprocessing's own)."""
+    return {t for t in threading.enumerate() if not t.name.startswith("QueueFeederThread")}
+
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, pinned",
+    oracle=_TorchIterator,
+    cases=_pin_iterator_cases,
+    run=_use_pinning_iterator,
+    hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
+          "Tensor.pin_memory when loader.pin_memory and an accelerator); with a pin_fn, a "
+          "queue.Queue, a threading.Event and a thread running pin_loop; read batches from "
+          "self.data_queue everywhere"),
+    forbidden=ITERATOR_PIECES + PIN_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
 ))

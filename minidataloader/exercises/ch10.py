@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
 import queue
 import random
 import signal
@@ -18,7 +19,20 @@ import time
 from minidataloader.demo import ch10_messages
 from minidataloader.demo.synthetic import TwoArgumentError
 
+from ..demo.processes import running
 from ._framework import Case, Exercise, register
+from .ch06 import (
+    ITERATOR_PIECES,
+    LATE,
+    WORKER_PIECES,
+    CorruptAt,
+    _TorchIterator,
+    iterator_case,
+    report_errors,
+    run_worker,
+    tasks_text,
+    use_iterator,
+)
 from .solutions import ch10 as solutions
 
 FINISHED_PIECES = (
@@ -110,6 +124,7 @@ register(Exercise(
     hint="try exc_type(message); if building it raises anything, return RuntimeError(message)",
     forbidden=FINISHED_PIECES,
     time_limit=2.0,
+    piece="worker.rebuild_exception",
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -216,6 +231,7 @@ register(Exercise(
           "is_alive(), then the deadline"),
     forbidden=FINISHED_PIECES,
     time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
+    piece="dataloader.get_result",
 ))
 
 
@@ -317,6 +333,197 @@ register(Exercise(
           "positions in `workers`"),
     forbidden=FINISHED_PIECES,
     time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
+    piece="dataloader.shutdown_workers",
+))
+
+# ---------------------------------------------------------------------------------------
+# The worker loop, grown: errors travel with their traceback; it watches its parent and
+# done_event
+
+
+class BigFirst:
+    """A dataset whose sample 0 is 1 MB of bytes: more than a pipe holds, so a worker that
+    sent it cannot exit before someone reads it (or it gives up on its queue). ``read`` is
+    set once sample 0 is read: the worker is in its loop, its parent noted."""
+
+    def __init__(self):
+        self.read = multiprocessing.get_context("fork").Event()
+
+    def __getitem__(self, index):
+        self.read.set()
+        return bytes(1 << 20) if index == 0 else index
+
+    def __len__(self):
+        return 4
+
+    def __repr__(self):
+        return "4 samples, sample 0 being 1 MB of bytes"
+
+
+def _orphan(implementation, arguments, report, errors) -> None:
+    """The worker's parent: starts the reader's worker loop, waits until it has read a
+    sample (so that it noted who its parent is), tells its pid, and dies at once (as a main
+    process killed by the out-of-memory killer), leaving the worker an orphan."""
+    context = multiprocessing.get_context("fork")
+    index_queue, result_queue = context.Queue(), context.Queue()
+    index_queue.put((0, [0]))  # a 1 MB result nobody will read
+    worker = context.Process(target=report_errors, args=(
+        implementation, errors, arguments[0], index_queue, result_queue, context.Event(),
+        *arguments[1:]))
+    worker.start()
+    deadline = time.monotonic() + 5.0
+    while not arguments[0].read.wait(0.02) and worker.is_alive() and time.monotonic() < deadline:
+        pass  # until it has read (or died: code that raises at once reads nothing)
+    report.send(worker.pid)
+    os._exit(0)
+
+
+def _parent_dies(implementation, arguments) -> dict:
+    context = multiprocessing.get_context("fork")
+    reading, writing = context.Pipe(duplex=False)
+    errors = context.Queue()
+    parent = context.Process(target=_orphan, args=(implementation, arguments, writing, errors))
+    parent.start()
+    if not reading.poll(5):
+        raise TimeoutError("the worker did not start")
+    pid = reading.recv()
+    parent.join()
+    start = time.monotonic()
+    while running(pid) and time.monotonic() - start < 6.0:  # 1 s is typical: a busy machine
+        time.sleep(0.02)
+    try:
+        raise pickle.loads(errors.get(timeout=0.1))  # what the reader's loop raised, if it did
+    except queue.Empty:
+        pass
+    return {"the orphaned worker left within 6 s": not running(pid)}
+
+
+STILL_THERE = ("worker_loop was still running {seconds:g} s after done_event was set, with no "
+               "task left and no None coming: wait with index_queue.get(timeout=...), and leave "
+               "when a wait ends with done_event set")
+
+
+def _error_worker_cases() -> list[Case]:
+    def case(dataset, tasks, hint, in_a_process=True, done=False, orphan=False):
+        where = "in a real worker process (fork), " if in_a_process else ""
+        situation = ("; done_event is set before it starts" if done else
+                     "; its parent dies right after starting it" if orphan else "")
+        return Case({"dataset": dataset, "tasks": tuple(tasks), "in_a_process": in_a_process,
+                     "done": done, "orphan": orphan},
+                    description=f"{where}worker 0 of 1; dataset: {dataset}{situation}; "
+                                f"index queue: {tasks_text(tasks)}", hint=hint)
+
+    return [
+        case(CorruptAt(6, 2), [(0, (0, 1)), (1, (2, 3)), (2, (4,)), None],
+             "an exception cannot travel with its traceback: send WorkerError(type(error), a "
+             "message holding traceback.format_exc()) in place of the batch, and go on",
+             in_a_process=False),
+        case(KeyedBy(3), [(0, (0, 1)), (1, (5,)), None],
+             "the type travels as it is (here KeyError), the traceback as text in the message"),
+        case(CorruptAt(6, 2), [(0, (0, 1)), (1, (2, 3))],
+             "with done_event set, fetch nothing more: skip the tasks; and since no None comes, "
+             "wait with a timeout (index_queue.get(timeout=...)) and leave when the wait ends "
+             "with done_event set", done=True),
+        case("4 samples, sample 0 being 1 MB of bytes", [],
+             "a worker whose main process has died must leave: when a wait times out, compare "
+             "os.getppid() with the parent's pid you noted at the start; and call "
+             "result_queue.cancel_join_thread() before leaving, or the 1 MB nobody will read "
+             "keeps the process from exiting", orphan=True),
+    ]
+
+
+class KeyedBy:
+    """A dataset of rows that are dicts; row 5 is missing its "label": KeyError."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __getitem__(self, index):
+        row = {"x": index, **({"label": index % 2} if index < self.n else {})}
+        return row["x"], row["label"]
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return f"{self.n} rows that are dicts; asking for row 5 raises KeyError('label')"
+
+
+def _use_error_worker(implementation, case: Case) -> dict:
+    # dataset, [queues and done_event], auto_collation, collate_fn, drop_last, base_seed,
+    # init_fn, worker_id, num_workers
+    if case.inputs["orphan"]:  # a dataset of its own: its event is this run's
+        return _parent_dies(implementation, (BigFirst(), True, list, False, 7, None, 0, 1))
+    arguments = (case.inputs["dataset"], True, list, False, 7, None, 0, 1)
+    seen = run_worker(implementation, arguments, list(case.inputs["tasks"]),
+                      case.inputs["in_a_process"], seconds=2.5,
+                      done_after=0.0 if case.inputs["done"] else None,
+                      late=STILL_THERE if case.inputs["done"] else LATE)
+    if not case.inputs["in_a_process"]:
+        seen["tasks left unread"] = "(not compared)"
+    return seen
+
+
+register(Exercise(
+    reference=solutions.worker_loop,
+    name="worker_loop, watchful",
+    cases=_error_worker_cases,
+    run=_use_error_worker,
+    hint=("note os.getppid() at the start; wait with index_queue.get(timeout=1.0), and on "
+          "queue.Empty leave if done_event is set or the parent changed; skip tasks once "
+          "done_event is set; send errors as WorkerError(type, message with the traceback)"),
+    forbidden=WORKER_PIECES + FINISHED_PIECES,
+    allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
+    time_limit=9.0,
+    piece="worker.worker_loop",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The iterator, grown: errors rebuilt, a watchdog and a timeout, no process left behind
+
+
+def _guarded_iterator_cases() -> list[Case]:
+    errors = ("errors", "del")
+    return [
+        iterator_case(("numbers", 8, None, 5), {"batch_size": 2, "num_workers": 2},
+                      "a WorkerError in place of a batch: raise rebuild_exception(its exc_type, "
+                      "its message) in that batch's turn", watch=("errors",)),
+        iterator_case(("numbers", 8, None, 3, (), "KeyError"), {"batch_size": 2,
+                                                               "num_workers": 2},
+                      "the type comes back as it was: KeyError", watch=("errors",)),
+        iterator_case(("numbers", 12), {"batch_size": 2, "num_workers": 2},
+                      "after a break, the iterator goes away with workers still running: "
+                      "__del__ shuts them down (shutdown_workers, once)", watch=("del",),
+                      epochs=(2,)),
+        iterator_case(("numbers", 8, None, 0, (), "SIGKILL"), {"batch_size": 2,
+                                                              "num_workers": 2},
+                      "a worker killed: read through get_result(data_queue, the workers still "
+                      "active, timeout), which raises RuntimeError within a second or so",
+                      watch=errors),
+        iterator_case(("numbers", 8, None, 3, (), "sleep"), {"batch_size": 2, "num_workers": 2,
+                                                            "timeout": 0.3},
+                      "loader.timeout > 0: get_result raises RuntimeError ('timed out') when no "
+                      "batch came within it; timeout=0 means wait as long as it takes",
+                      watch=errors),
+        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
+                      "a whole epoch: the workers are shut down at its end, and __del__ later "
+                      "does nothing more", watch=("len", "del")),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, guarded",
+    oracle=_TorchIterator,
+    cases=_guarded_iterator_cases,
+    run=use_iterator,
+    hint=("read through get_result with the active workers and the timeout (math.inf for 0); "
+          "raise rebuild_exception(...) for a WorkerError; shut down with shutdown_workers, "
+          "once, at the end of the epoch and in __del__"),
+    forbidden=ITERATOR_PIECES + FINISHED_PIECES,
+    time_limit=9.0,
+    piece="dataloader.MultiProcessIterator",
 ))
 
 # ---------------------------------------------------------------------------------------

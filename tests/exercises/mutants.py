@@ -365,13 +365,13 @@ CH05 = [
 
 CH06 = [
     m("worker_loop", "dies on a bad sample",
-      [("        try:\n            batch = collate_fn([dataset[i] for i in indices])\n"
+      [("        try:\n            batch = fetcher.fetch(indices)\n"
         "        except Exception as error:  # a bad sample must not kill the worker:\n"
         "            batch = error  # send the error back, and go on\n",
-        "        batch = collate_fn([dataset[i] for i in indices])\n")],
+        "        batch = fetcher.fetch(indices)\n")],
       "must not end the worker"),
     m("worker_loop", "guards the reading but not the collating",
-      [("        try:\n            batch = collate_fn([dataset[i] for i in indices])\n"
+      [("        try:\n            batch = fetcher.fetch(indices)\n"
         "        except Exception as error:  # a bad sample must not kill the worker:\n"
         "            batch = error  # send the error back, and go on\n",
         "        try:\n            samples = [dataset[i] for i in indices]\n"
@@ -408,19 +408,38 @@ CH06 = [
     m("reorder_batches", "yields at most one batch per arrival",
       [("while next_number in waiting:", "if next_number in waiting:")],
       "yield both"),
+    m("MultiProcessIterator", "sends no task when it hands a batch out",
+      [("        self._dispatch()  # one batch handed out, one more task sent\n", "")],
+      "each batch handed out sends one more task"),
+    m("MultiProcessIterator", "reads every result in flight before handing one out",
+      [("            number, data = self._get()\n"
+        "            if number == self.next_number or not self.loader.in_order:\n"
+        "                return self._hand_out(number, data)\n"
+        "            self.waiting[number] = data  # early: it waits in the reorder buffer\n",
+        "            for _ in range(self.sent - self.next_number - len(self.waiting)):\n"
+        "                number, data = self._get()\n"
+        "                self.waiting[number] = data\n")],
+      "as soon as it arrives"),
+    m("MultiProcessIterator", "hands the batches out as they arrive, in_order or not",
+      [("if number == self.next_number or not self.loader.in_order:", "if True:")],
+      "in order"),
+    m("MultiProcessIterator", "leaves the workers running at the end of the epoch",
+      [("                self._shutdown()\n                raise StopIteration",
+        "                raise StopIteration")],
+      "stop the workers"),
 ]
 
 CH07 = [
-    m("worker_seeds", "forgets the high 32 bits of the base seed",
-      [("words = [worker_id, low, high, 0]", "words = [worker_id, low, 0, 0]")],
-      "base_seed >> 32"),
-    m("worker_seeds", "gives every worker the base seed",
-      [("seeds.append((base_seed + worker_id, state.tolist()))",
-        "seeds.append((base_seed, state.tolist()))")],
-      "base_seed + w"),
-    m("worker_seeds", "returns numpy's array, not a list of ints",
-      [("seeds.append((base_seed + worker_id, state.tolist()))",
-        "seeds.append((base_seed + worker_id, state))")],
+    m("generate_state", "forgets the high 32 bits of the base seed",
+      [("words = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]",
+        "words = [worker_id, base_seed & 0xFFFFFFFF, 0, 0]")],
+      "needs more than 32 bits"),
+    m("generate_state", "leaves the worker id out",
+      [("words = [worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]",
+        "words = [0, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]")],
+      "[worker_id,"),
+    m("generate_state", "returns numpy's array, not a list of ints",
+      [(".generate_state(4).tolist()", ".generate_state(4)")],
       "expected a list", "numpy"),
     m("seed_worker", "seeds with the worker id",
       [("np.random.default_rng(info.seed)", "np.random.default_rng(worker_id)")],
@@ -443,6 +462,35 @@ CH07 = [
         "size = -(-len(self.items) // info.num_workers)\n"
         "        return iter(self.items[info.id * size:(info.id + 1) * size])")],
       "strided"),
+    m("worker_loop, seeded", "computes the seeds but does not install them",
+      [("    random.seed(seed)\n    torch.manual_seed(seed)\n"
+        "    np.random.seed(generate_state(base_seed, worker_id))  # numpy takes no 64-bit seed\n",
+        "    numpy_seed = generate_state(base_seed, worker_id)\n")],
+      "seed torch and random with base_seed + worker_id"),
+    m("worker_loop, seeded", "seeds numpy with the worker's seed",
+      [("np.random.seed(generate_state(base_seed, worker_id))", "np.random.seed(seed % 2**32)")],
+      "numpy with generate_state"),
+    m("worker_loop, seeded", "makes the fetcher before telling the worker who it is",
+      [("    fetcher_class = IterableFetcher if isinstance(dataset, IterableDataset) else MapFetcher\n"
+        "    fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)\n", ""),
+       ("    torch.set_num_threads(1)\n",
+        "    torch.set_num_threads(1)\n"
+        "    fetcher_class = IterableFetcher if isinstance(dataset, IterableDataset) else MapFetcher\n"
+        "    fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)\n")],
+      "make the fetcher after setting _worker_info"),
+    m("worker_loop, seeded", "reads on after its stream ended",
+      [("        if ended:\n            continue  # nothing left to give: the main process knows, "
+        "and skips these\n", "")],
+      "answer no more tasks"),
+    m("MultiProcessIterator, streams", "ends the epoch at the first stream that ends",
+      [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
+        "            if isinstance(data, StreamEnded):\n                self._shutdown()\n"
+        "                raise StopIteration\n")],
+      "until its stream ends too"),
+    m("MultiProcessIterator, streams", "hands a StreamEnded out as a batch",
+      [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
+        "            if False:\n")],
+      "StreamEnded"),
 ]
 
 CH08 = [
@@ -455,6 +503,12 @@ CH08 = [
     m("startup_seconds", "returns the int 0 for no epoch",
       [("        return 0.0\n", "        return 0\n")],
       "float"),
+    m("resume_workers", "stops at the first acknowledgement",
+      [("while acknowledged < len(index_queues):", "while acknowledged < 1:")],
+      "one acknowledgement (Resume(), worker_id) per worker"),
+    m("resume_workers", "throws the stale batches away",
+      [("stale.append(message)  # left from the last epoch", "pass")],
+      "stale batches it did not return"),
     m("resume_workers", "stops at the first acknowledgement",
       [("while acknowledged < len(index_queues):", "while acknowledged < 1:")],
       "one acknowledgement (Resume(), worker_id) per worker"),
@@ -478,6 +532,29 @@ CH08 = [
     m("worker_seeds_by_epoch", "accepts persistent workers without workers",
       [("    if persistent and num_workers == 0:\n", "    if persistent and num_workers < 0:\n")],
       "persistent workers need workers"),
+    m("worker_loop, resumed", "does not acknowledge a Resume",
+      [("            result_queue.put((task, worker_id))\n", "")],
+      "put (the Resume, worker_id) on the result queue"),
+    m("worker_loop, resumed", "keeps the last epoch's fetcher",
+      [("            fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)\n"
+        "            ended = False  # a stream starts again\n",
+        "            ended = False\n")],
+      "make a new fetcher"),
+    m("MultiProcessIterator, persistent", "starts the next epoch without the handshake",
+      [("            resume_workers(self.index_queues, self.result_queue)\n", "            pass\n")],
+      "resume_workers"),
+    m("MultiProcessIterator, persistent", "draws a new base seed every epoch",
+      [("        self.indices = iter(self.index_sampler)\n",
+        "        self.indices = iter(self.index_sampler)\n"
+        "        if not first_iter:\n"
+        "            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)\n")],
+      "the base seed is drawn once"),
+    m("DataLoader, persistent", "makes a new iterator every epoch anyway",
+      [('if getattr(self, "_iterator", None) is None:', "if True:")],
+      "the same iterator"),
+    m("DataLoader, persistent", "forgets to reset the kept iterator",
+      [("            self._iterator._reset(self)\n", "            pass\n")],
+      "_reset(self)"),
 ]
 
 CH09 = [
@@ -518,13 +595,25 @@ CH09 = [
       [("in_queue.get(timeout=0.1)", "in_queue.get()")],
       "to stop after done_event was set"),
     m("pin_loop", "pins a worker's exception",
-      [("if not isinstance(data, Exception):  # workers' errors pass through", "if True:")],
+      [("if isinstance(number, int) and not isinstance(data, (Exception, StreamEnded)):",
+        "if True:")],
       "pass it on as it is"),
+    m("pin_loop", "pins the acknowledgements and the ended streams too",
+      [("if isinstance(number, int) and not isinstance(data, (Exception, StreamEnded)):",
+        "if not isinstance(data, Exception):")],
+      "only batches are pinned"),
     m("pin_loop", "dies when pin_fn raises",
       [("            try:\n                data = pin_fn(data)\n            except Exception as error:\n"
         "                data = error  # raised when the loop reaches this batch\n",
         "            data = pin_fn(data)\n")],
       "when pin_fn raises"),
+    m("MultiProcessIterator, pinned", "starts no pin thread for a _pin_memory_fn",
+      [("        if pin_fn is not None:  # or the pin thread's\n", "        if False:\n")],
+      "with loader._pin_memory_fn set, start a thread"),
+    m("MultiProcessIterator, pinned", "leaves the pin thread running",
+      [("            self.pin_done.set()\n            self.pin_thread.join()\n",
+        "            pass\n")],
+      "stop the thread at the end"),
 ]
 
 CH10 = [
@@ -552,12 +641,41 @@ CH10 = [
       "set done_event first"),
     m("shutdown_workers", "does not read the result queue while waiting",
       [("        try:  # 3. read what they still send: a worker cannot exit before it is read\n"
-        "            result_queue.get(timeout=0.05)\n        except queue.Empty:\n            pass\n",
+        "            result_queue.get(timeout=0.05)\n        except Exception:  # nothing came; "
+        "or a batch whose sender has exited, taking its\n            pass  # tensors with it: "
+        "either way, nothing to keep\n",
         "        time.sleep(0.05)\n")],
       "keep reading result_queue"),
     m("shutdown_workers", "returns the pids",
       [("terminated.append(worker_id)", "terminated.append(worker.pid)")],
       "not their pids"),
+    m("worker_loop, watchful", "sends the exception itself",
+      [("            batch = WorkerError(type(error), f\"{type(error).__name__} in DataLoader worker \"\n"
+        "                                             f\"{worker_id} (pid {os.getpid()}):\\n\"\n"
+        "                                             f\"{traceback.format_exc()}\")\n",
+        "            batch = error\n")],
+      "send WorkerError(type(error)"),
+    m("worker_loop, watchful", "waits for tasks without a timeout",
+      [("task = index_queue.get(timeout=1.0)", "task = index_queue.get()")],
+      "wait with a timeout"),
+    m("worker_loop, watchful", "does not notice that its parent died",
+      [("if done_event.is_set() or os.getppid() != parent:", "if done_event.is_set():")],
+      "compare os.getppid()"),
+    m("worker_loop, watchful", "leaves its unread results waiting at exit",
+      [("        result_queue.cancel_join_thread()\n", "        pass\n")],
+      "cancel_join_thread"),
+    m("MultiProcessIterator, guarded", "raises the WorkerError itself",
+      [("        if isinstance(data, WorkerError):  # raised as the type it had in the worker\n"
+        "            raise rebuild_exception(data.exc_type, data.message)\n", "")],
+      "raise rebuild_exception"),
+    m("MultiProcessIterator, guarded", "ignores loader.timeout",
+      [("timeout = self.loader.timeout if self.loader.timeout > 0 else math.inf",
+        "timeout = math.inf")],
+      "loader.timeout > 0"),
+    m("MultiProcessIterator, guarded", "has no __del__",
+      [("    def __del__(self):  # after break, del or an exception: no worker may outlive it\n"
+        "        self._shutdown()\n", "")],
+      "__del__ shuts them down"),
     m("shared_memory_needed", "forgets the batches the loop holds",
       [("return (in_flight + batches_held) * batch_bytes", "return in_flight * batch_bytes")],
       "held"),

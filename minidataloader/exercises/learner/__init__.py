@@ -36,6 +36,7 @@ source of its reference there (tests use it to make "a learner who finished chap
 
 from __future__ import annotations
 
+import ast
 import datetime
 import hashlib
 import importlib
@@ -343,7 +344,51 @@ def reference_source(exercise) -> str:
     target = exercise.reference
     for attribute in name.split(".")[1:]:  # a method piece: that method of the class
         target = getattr(target, attribute)
+    if isinstance(target, type) and _earlier_versions(target):
+        return _grown_class_source(target)
     return textwrap.dedent(inspect.getsource(target))
+
+
+# NOTE [ A class grown over chapters ]
+# A class piece that a later chapter grows (the iterator, the DataLoader) is written there as
+# a subclass of the earlier chapter's reference, with the same name, holding only the methods
+# that change: the book shows what changed, and nothing is written twice. The learner's file
+# holds one class, so its source is assembled: the first version's header, then every method
+# in the first version's order, each as the latest version writes it; a method a later
+# version adds follows the method defined before it there.
+
+
+def _earlier_versions(cls: type) -> list[type]:
+    """The references of the same class from earlier chapters, latest first."""
+    found = []
+    base = cls.__bases__[0] if cls.__bases__ else object
+    while base.__name__ == cls.__name__ and base.__module__.startswith(_SOLUTIONS):
+        found.append(base)
+        base = base.__bases__[0] if base.__bases__ else object
+    return found
+
+
+_SOLUTIONS = __name__.rsplit(".", 1)[0] + ".solutions."
+
+
+def _grown_class_source(cls: type) -> str:
+    versions = [*reversed(_earlier_versions(cls)), cls]
+    header = ast.parse(textwrap.dedent(inspect.getsource(versions[0]))).body[0]
+    bases = ", ".join(ast.unparse(base) for base in header.bases)
+    methods: list[str] = []
+    sources: dict[str, str] = {}
+    for version in versions:
+        previous = None
+        for name, value in vars(version).items():
+            if not inspect.isfunction(value):
+                continue
+            if name not in sources:
+                at = methods.index(previous) + 1 if previous else len(methods)
+                methods.insert(at, name)
+            sources[name] = textwrap.indent(textwrap.dedent(inspect.getsource(value)), "    ")
+            previous = name
+    body = "\n".join(sources[name] for name in methods)
+    return f"class {cls.__name__}{f'({bases})' if bases else ''}:\n{body}"
 
 
 def fill_with_solutions(package: pathlib.Path, chapter: int = 99) -> list[str]:

@@ -82,6 +82,12 @@ class PieceMagics(Magics):
         self.shell.set_next_input(f"%%piece {piece}\n{code}", replace=True)
         _say(f"This cell now holds your {piece} from {self.package / (piece.split('.')[0] + '.py')}"
              f" (in a notebook that cannot replace cells, here it is):\n\n{code}")
+        # the check after this cell checks what the file holds now, before you change it
+        module, name = split_piece(piece)
+        loaded = import_package(self.package)
+        self.shell.user_ns[name.split(".")[0]] = getattr(getattr(loaded, module),
+                                                         name.split(".")[0])
+        self.shell.user_ns[self.package.name] = loaded
 
     def _save(self, piece: str, module: str, name: str, cell: str, force: bool) -> None:
         try:

@@ -18,7 +18,8 @@ A milestone is the pieces of its chapters, then suites on the assembled loader:
 3. When a suite's case differs, the case runs again with the reference version of one piece
    at a time in place of the learner's (leaves first); the first piece whose replacement
    makes the case right is named. The references are the exercises' own
-   (``exercises/solutions/chNN.py``).
+   (``exercises/solutions/chNN.py``), made from their source in the learner's module, so
+   that the swapped piece uses the learner's other pieces, as the learner's would.
 
 The package is imported afresh from its folder, so a milestone checks what the files say now,
 not what a notebook defined earlier.
@@ -42,7 +43,13 @@ from .._compare import Raised, difference
 from .._framework import Case, Exercise
 from .._sandbox import CAN_FORK, run_forked, run_inline, seed_everything
 from .._verdict import _COLOURS, _MARK, FAILED, IF_IN_DOUBT, NOT_ATTEMPTED, PASSED, Verdict
-from ..learner import find_package, import_package, piece_exercises, split_piece
+from ..learner import (
+    find_package,
+    import_package,
+    piece_exercises,
+    reference_source,
+    split_piece,
+)
 
 # What the learner's loader may not call, beyond the public loader pieces every exercise
 # forbids: the internals of torch's loader and of the package.
@@ -107,7 +114,7 @@ def register_milestone(milestone: Milestone) -> Milestone:
 
 def milestones() -> dict[int, Milestone]:
     """Every milestone, by number (the chapters' modules register theirs when imported)."""
-    for name in ("ch05", "planned"):
+    for name in ("ch05", "ch07", "ch10", "planned"):
         importlib.import_module(f"{__package__}.{name}")
     return dict(sorted(MILESTONES.items()))
 
@@ -355,13 +362,26 @@ def _swapped(package, learners, reference):
     return undo
 
 
+def _reference_in(package, piece: str, exercise: Exercise):
+    """The reference of ``piece``, made from its source in the learner's module, as a cell
+    would write it there: it uses the learner's other pieces, so that swapping it in changes
+    that piece alone. (A method piece, or without fork: the reference object itself. Workers
+    started with spawn import the learner's files, so a swap reaches only forked ones.)"""
+    module, name = split_piece(piece)
+    if "." in name or not CAN_FORK:
+        return exercise.reference
+    namespace = dict(vars(importlib.import_module(f"{package.__name__}.{module}")))
+    exec(compile(reference_source(exercise), f"<the reference {piece}>", "exec"), namespace)
+    return namespace[name]
+
+
 def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,
               pieces: dict[str, Exercise]) -> str:
     """Run the failing case again with one reference piece at a time in place of the
     learner's; name the first whose replacement makes it right."""
     def body(send, printed):
         for piece in pieces:  # in chapter order, as registered: leaves first
-            reference = pieces[piece].reference
+            reference = _reference_in(package, piece, pieces[piece])
             undo = _swapped(package, piece_object(package, piece), reference)
             seed_everything(exercise.seed + index)
             try:
@@ -379,7 +399,8 @@ def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,
                 return
         send(("none",))
 
-    report = run_forked(body, exercise.time_limit) if CAN_FORK else run_inline(body)
+    # every piece may rerun the case: more time than the case's own
+    report = run_forked(body, 2 * exercise.time_limit) if CAN_FORK else run_inline(body)
     fixed = [m[1] for m in report.messages if m[0] == "fixed by"]
     if fixed:
         module, name = split_piece(fixed[0])

@@ -1,10 +1,15 @@
 """The DataLoader and its iterators: one process (chapter 5), then worker processes
 (chapter 6, grown through chapter 10)."""
 
+import functools
 import itertools
+import math
 import multiprocessing
+import os
 import queue
+import signal
 import threading
+import time
 import warnings
 
 import torch
@@ -14,7 +19,7 @@ from .collate import default_collate, default_convert
 from .fetch import IterableFetcher, MapFetcher
 from .pin_memory import pin_batch, pin_loop
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
-from .worker import rebuild_exception, worker_loop
+from .worker import Resume, StreamEnded, WorkerError, rebuild_exception, worker_loop
 
 
 # >>> piece: check_loader_arguments (chapter 5)
@@ -78,6 +83,12 @@ class MultiProcessIterator:
     def __len__(self):
         raise NotImplementedError  # len(loader)
 # <<< piece: MultiProcessIterator
+
+
+# >>> piece: resume_workers (chapter 8)
+def resume_workers(index_queues, result_queue):
+    raise NotImplementedError  # a Resume() to every worker; the stale messages, until all answer
+# <<< piece: resume_workers
 
 
 # >>> piece: get_result (chapter 10)

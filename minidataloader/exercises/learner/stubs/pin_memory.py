@@ -1,5 +1,13 @@
 """Pinning batches in page-locked memory, in a thread of the main process (chapter 9)."""
 
+import copy
+import queue
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from .worker import StreamEnded
+
 
 # >>> piece: pin_batch (chapter 9)
 def pin_batch(data, pin_fn):

@@ -1,10 +1,24 @@
-"""What runs in a worker process, and what it tells the main process (chapters 6 to 10)."""
+"""What runs in a worker process, and what it tells the main process (chapters 6 to 10).
 
+A worker takes tasks ``(batch_number, indices)`` from its own index queue and puts
+``(batch_number, batch)`` on the result queue that all the workers share. Its index queue
+also brings ``None`` (leave the loop) and, with persistent workers, ``Resume()`` (a new
+epoch). Besides batches, a worker sends ``StreamEnded`` (its copy of an IterableDataset has
+run out), ``Resume`` back, and errors. The classes below are those messages; the loop that
+sends them is yours.
+"""
+
+import os
+import queue
 import random
+import traceback
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.utils.data import IterableDataset
+
+from .fetch import IterableFetcher, MapFetcher
 
 
 @dataclass(frozen=True)
@@ -17,14 +31,41 @@ class WorkerInfo:
     dataset: object
 
 
-# The worker loop sets this in each worker process; it stays None in the main process.
+# The worker loop sets this in each worker process (chapter 7); it stays None in the main
+# process.
 _worker_info = None
 
 
-# >>> piece: get_worker_info (chapter 7)
 def get_worker_info():
-    raise NotImplementedError  # this worker's WorkerInfo, or None in the main process
-# <<< piece: get_worker_info
+    """This worker's WorkerInfo, or None in the main process."""
+    return _worker_info
+
+
+@dataclass(frozen=True)
+class StreamEnded:
+    """Sent in place of a batch by a worker whose copy of an IterableDataset has run out
+    (chapter 7): it has nothing more to give this epoch."""
+
+    worker_id: int
+
+
+class Resume:
+    """Put on every index queue when a new epoch starts with persistent workers; each worker
+    sends it back, after everything it sent before (chapter 8)."""
+
+    def __repr__(self):
+        return "Resume()"
+
+
+class WorkerError(Exception):
+    """An exception raised in a worker, as it travels to the main process (chapter 10): its
+    type, and a message that holds the worker's traceback as text (a traceback object
+    cannot travel, and the exception itself may not)."""
+
+    def __init__(self, exc_type, message):
+        super().__init__(exc_type, message)
+        self.exc_type = exc_type
+        self.message = message
 
 
 # >>> piece: generate_state (chapter 7)
