@@ -27,7 +27,6 @@ import importlib
 import pathlib
 import re
 import shutil
-import sys
 
 import nbclient
 import nbformat
@@ -35,9 +34,7 @@ import pytest
 
 from minidataloader.exercises import exercises, questions
 from minidataloader.exercises.learner import fill_with_solutions, reference_source, write_piece
-
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "exercises"))
-from answers import solution_source  # noqa: E402
+from tests.exercises.answers import solution_source
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -1,6 +1,6 @@
 """Programs that measure, and print what they measured (never timed tests).
 
-    python -m minidataloader.bench                  # the full run (3-9 minutes)
+    python -m minidataloader.bench                  # the full run (6-12 minutes)
     python -m minidataloader.bench --quick          # every workload, smaller (about a minute)
     python -m minidataloader.bench --workload io-w4 --json out.json
     python -m minidataloader.bench.gpu_bandwidth    # chapter 9's copies, on your CUDA GPU
@@ -12,8 +12,7 @@
     gpu_bandwidth.py  host-to-device copies from pageable and pinned memory
     stateful_workloads.py  the stateful loader against torchdata's StatefulDataLoader
                       (state_dict() cost, first batch after a resume, an epoch)
-    results/          full_run.json, the committed full run that chapter 11 plots;
-                      stateful_run.json, the stateful workloads' committed run
+    results/          full_run.json, the committed full run that chapters 11 and 14 read
 
 The JSON (``--json FILE``; read one with :func:`load_results`)::
 
@@ -25,7 +24,8 @@ The JSON (``--json FILE``; read one with :func:`load_results`)::
                     "pairs": 9, "torch_runs_s": [...], "mini_runs_s": [...],
                     "torch_spread" / "mini_spread" / "pair_ratio_spread":
                         {"median", "q1", "q3", "min", "max"}, "verdict": "tie", ...
-                    "torch_main_cpu_s", "mini_main_cpu_s", ...: medians of extra facts}, ...]}
+                    "torch_main_cpu_s", "mini_main_cpu_s", ...: medians of extra facts}, ...],
+     "stateful": {the same shape, for stateful_workloads.py: "torch" is torchdata}}
 """
 
 from minidataloader.bench.runner import (

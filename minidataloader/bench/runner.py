@@ -35,6 +35,8 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 
+from .stateful_workloads import TITLE as STATEFUL_TITLE
+from .stateful_workloads import WORKLOADS as STATEFUL_WORKLOADS
 from .workloads import WORKLOADS, Workload
 
 LIBS = {"torch": tud, "mini": mdl}
@@ -154,13 +156,16 @@ def machine_facts() -> dict:
 
 
 def run_benchmark(names: list[str] | None = None, quick: bool = False,
-                  pairs: int | None = None, progress_file=None) -> dict:
-    """Measure the workloads named (all by default); the report ``--json`` writes. A
-    progress bar goes to ``progress_file`` (default: stderr) if it is a terminal."""
-    workloads = [w for w in WORKLOADS if not names or w.name in names]
+                  pairs: int | None = None, progress_file=None,
+                  workloads: list[Workload] | None = None,
+                  title: str = "minidataloader vs torch.utils.data") -> dict:
+    """Measure the workloads named (all by default) of ``workloads`` (default: the core
+    benchmark's); the report ``--json`` writes. A progress bar goes to ``progress_file``
+    (default: stderr) if it is a terminal."""
+    workloads = [w for w in (WORKLOADS if workloads is None else workloads)
+                 if not names or w.name in names]
     plan = [(w, pairs or (w.quick_pairs if quick else PAIRS)) for w in workloads]
-    report = {"benchmark": "minidataloader vs torch.utils.data", "quick": quick,
-              "machine": machine_facts(), "workloads": []}
+    report = {"benchmark": title, "quick": quick, "machine": machine_facts(), "workloads": []}
     runs = sum(2 * (n + (w.warm_up or not quick)) for w, n in plan)
     start = time.monotonic()
     with _progress_bar(runs, progress_file or sys.stderr) as bar:
@@ -170,6 +175,12 @@ def run_benchmark(names: list[str] | None = None, quick: bool = False,
     if hasattr(os, "getloadavg"):
         report["machine"]["load_average_after"] = os.getloadavg()
     return report
+
+
+def write_report(report: dict, path: str | os.PathLike) -> None:
+    with open(path, "w") as out:
+        json.dump(report, out, indent=1)
+        out.write("\n")
 
 
 def format_table(report: dict) -> str:
@@ -221,14 +232,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="smaller workloads, fewer pairs (under a minute)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--workload", action="append", metavar="NAME",
-                        choices=[w.name for w in WORKLOADS],
+                        choices=[w.name for w in WORKLOADS + STATEFUL_WORKLOADS],
                         help="run only this workload (repeatable); one of: %(choices)s")
     parser.add_argument("--pairs", type=int, help="runs of each library per workload")
     args = parser.parse_args(argv)
-    report = run_benchmark(args.workload, args.quick, args.pairs)
-    print(format_table(report))
+    core = [w.name for w in WORKLOADS if not args.workload or w.name in args.workload]
+    report = run_benchmark(core, args.quick, args.pairs) if core else {"workloads": []}
+    if core:
+        print(format_table(report))
+    # The full run also measures the stateful extra against torchdata (chapter 14); --quick
+    # leaves it out (each torchdata run starts a process of its own), --workload names it.
+    stateful = ([w.name for w in STATEFUL_WORKLOADS if w.name in args.workload]
+                if args.workload else [] if args.quick else None)
+    if stateful is None or stateful:
+        report["stateful"] = run_benchmark(stateful, args.quick, args.pairs,
+                                           workloads=STATEFUL_WORKLOADS, title=STATEFUL_TITLE)
+        print(f"\n{STATEFUL_TITLE}\n(torch = torchdata 0.11's StatefulDataLoader, run in a "
+              "child process)")
+        print(format_table(report["stateful"]))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report, out, indent=1)
-            out.write("\n")
+        write_report(report, args.json)
     return 0

@@ -9,11 +9,12 @@ quick, **settings)`` is called with ``torch.utils.data`` or ``minidataloader``. 
 ``torch.utils.data`` stands for torchdata, which runs in a child process of its own, so
 that it never shares a process with a torch-against-minidataloader comparison (the
 project's rule, in case it changes torch's samplers; with torchdata 0.11 and torch 2.13,
-importing it was measured to leave every class of torch.utils.data unchanged). The child times the run itself; its start-up (importing torch) is not
-counted. In the tables the column headed "torch" is torchdata.
+importing it was measured to leave every class of torch.utils.data unchanged). The child
+times the run itself; its start-up (importing torch) is not counted. In the tables the
+column headed "torch" is torchdata.
 
-To add them to the main benchmark: ``register(WORKLOADS)`` in ``workloads.py`` (then the
-committed full run must be redone, as for any new workload).
+The benchmark's full run (``python -m minidataloader.bench``) measures them too: its report
+holds them under ``"stateful"``, with the same shape as the core workloads' report.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -31,6 +31,7 @@ import torch
 from .workloads import Workload
 
 CHILD_TIMEOUT = 300
+TITLE = "minidataloader.stateful vs torchdata.stateful_dataloader"
 MODULE = "minidataloader.bench.stateful_workloads"  # (run as a script, __name__ is __main__)
 
 
@@ -147,40 +148,6 @@ WORKLOADS = [
 ]
 
 
-def register(workloads: list) -> None:
-    """Add these workloads to the benchmark's list (``workloads.WORKLOADS``)."""
-    workloads.extend(w for w in WORKLOADS if w.name not in {x.name for x in workloads})
-
-
-class _NoBar:
-    """What the benchmark's ``measure`` moves between runs (a progress bar): nothing here."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-def run_all(names: list[str] | None = None, quick: bool = False,
-            pairs: int | None = None) -> dict:
-    """The benchmark's own measuring (alternating pairs, medians, spreads, verdicts), over
-    these workloads; the report has the benchmark's shape."""
-    from . import measure
-
-    chosen = [w for w in WORKLOADS if not names or w.name in names]
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    report = {"benchmark": "minidataloader.stateful vs torchdata.stateful_dataloader",
-              "quick": quick, "workloads": [],
-              "machine": {"torch": torch.__version__, "cpus_usable": len(os.sched_getaffinity(0))
-                          if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                          "load_average_before": load}}
-    start = time.monotonic()
-    for workload in chosen:
-        print(f"{workload.name}...", file=sys.stderr, flush=True)
-        count = pairs or (workload.quick_pairs if quick else 9)
-        report["workloads"].append(measure(workload, count, quick, _NoBar()))
-    report["duration_s"] = time.monotonic() - start
-    return report
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}",
                                      description=__doc__.split("\n\n")[0])
@@ -200,15 +167,14 @@ def main(argv: list[str] | None = None) -> int:
                                       **json.loads(args.settings))
         print(json.dumps(result))
         return 0
-    from . import format_table
+    from .runner import format_table, run_benchmark, write_report
 
-    report = run_all(args.workload, args.quick, args.pairs)
+    report = run_benchmark(args.workload, args.quick, args.pairs, workloads=WORKLOADS,
+                           title=TITLE)
     print("(torch = torchdata 0.11's StatefulDataLoader, run in a child process)")
     print(format_table(report))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report, out, indent=1)
-            out.write("\n")
+        write_report(report, args.json)
     return 0
 
 

@@ -13,15 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-# The loader pieces of torch.utils.data (and their minidataloader twins). Calling one of
-# them from the reader's own code is delegation unless the exercise allows it; the base
-# classes readers build on are allowed unless an exercise says otherwise.
-LOADER_PIECES = (
-    "Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
-    "StackDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-    "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler",
-    "DataLoader", "default_collate", "default_convert", "get_worker_info",
-)
+import minidataloader
+
+# The loader pieces of torch.utils.data: the names minidataloader exports, since it is their
+# drop-in. Calling one of them from the reader's own code is delegation unless the exercise
+# allows it; the base classes readers build on are allowed unless an exercise says otherwise.
+LOADER_PIECES = tuple(minidataloader.__all__)
 BASE_CLASSES = ("Dataset", "IterableDataset", "Sampler")
 
 

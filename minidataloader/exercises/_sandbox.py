@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..demo.compare import seed_everything  # noqa: F401 - the checks seed case by case
+
 CAN_FORK = hasattr(os, "fork")
 in_child = False  # True in a child started by run_forked
 OUTPUT_KEPT = 20_000  # characters of printed output a check allows (and shows in part)
@@ -129,13 +131,6 @@ def _write_fd(fd: int):
 
 # ---------------------------------------------------------------------------------------
 # Random number generators
-
-
-def seed_everything(seed: int) -> None:
-    """The same global RNG state for the reader's code and the reference, case by case."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def _rng_states():

@@ -15,10 +15,10 @@ import sys
 import textwrap
 
 import pytest
-from answers import answered, learner_module, solution_source
 
 from minidataloader.exercises import Case, Exercise, check, exercises, register
 from minidataloader.exercises.learner import reference_source
+from tests.exercises.answers import answered, learner_module, solution_source
 
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 

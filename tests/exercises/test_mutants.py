@@ -10,10 +10,10 @@ import contextlib
 import io
 
 import pytest
-from answers import answered
-from mutants import MUTANTS
 
 from minidataloader.exercises import check, exercises
+from tests.exercises.answers import answered
+from tests.exercises.mutants import MUTANTS
 
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 

@@ -29,7 +29,7 @@ def resources():
     return {"children": len(children()), "open fds": open_fds()}
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)  # 200 epochs of fresh workers: minutes on a busy machine
 @pytest.mark.parametrize("persistent", [False, True])
 def test_200_epochs_leave_no_processes_or_file_descriptors(persistent):
     loader = mdl.DataLoader(Squares(6), batch_size=2, shuffle=True, num_workers=2,
@@ -44,7 +44,7 @@ def test_200_epochs_leave_no_processes_or_file_descriptors(persistent):
         assert resources()["children"] == before["children"] - 2  # ...until the loader goes
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)  # 200 epochs of fresh workers: minutes on a busy machine
 def test_no_shared_memory_files_left_under_the_file_system_strategy():
     code = textwrap.dedent(f"""
         import gc, json, os
@@ -85,7 +85,7 @@ def test_no_shared_memory_files_left_under_the_file_system_strategy():
             print(json.dumps({{"before": before, "after": after, "seen": seen,
                                "gone": state()}}), flush=True)
     """)
-    out = python(code, timeout=220)
+    out = python(code, timeout=400)
     results = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(results) == 2, out
     for result in results:

@@ -9,8 +9,6 @@ import sys
 
 import pytest
 
-from minidataloader.bench.stateful_workloads import WORKLOADS, register
-
 # Never imported here (it runs in a child process): only looked for.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torchdata") is None,
                                 reason="torchdata is pinned in requirements.txt")
@@ -34,8 +32,17 @@ def test_a_workload_runs_against_torchdata(tmp_path):
     assert report["workloads"][0]["torch_state_bytes"] > 0
 
 
-def test_register_adds_each_workload_once():
-    workloads = []
-    register(workloads)
-    register(workloads)
-    assert [w.name for w in workloads] == [w.name for w in WORKLOADS]
+@pytest.mark.timeout(300)
+def test_the_benchmark_runs_a_stateful_workload_named_in_its_own_section(tmp_path):
+    out = tmp_path / "both.json"
+    run = subprocess.run([sys.executable, "-m", "minidataloader.bench", "--quick", "--pairs", "1",
+                          "--workload", "tiny-w0", "--workload", "resume-first-batch-w0",
+                          "--json", str(out)],
+                         capture_output=True, text=True, timeout=280)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert [row["workload"] for row in report["workloads"]] == ["tiny-w0"]
+    assert report["stateful"]["benchmark"].endswith("torchdata.stateful_dataloader")
+    assert [row["workload"] for row in report["stateful"]["workloads"]] == [
+        "resume-first-batch-w0"]
+    assert "torchdata" in run.stdout

@@ -26,6 +26,7 @@ import torch
 import torch.utils.data as tud
 
 import minidataloader as mdl
+from minidataloader.demo.compare import seed_everything  # noqa: F401 - scenarios import it from here
 from minidataloader.stateful import StatefulDataLoader, rng_states, set_rng_states
 
 
@@ -302,12 +303,6 @@ def plain(value):
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
     return value
-
-
-def seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
 
 
 def through_a_file(obj):
