@@ -18,7 +18,6 @@ this module is importable (spawned workers, the restart subprocess find it).
 
 from __future__ import annotations
 
-import io
 import random
 
 import numpy as np
@@ -26,7 +25,8 @@ import torch
 import torch.utils.data as tud
 
 import minidataloader as mdl
-from minidataloader.demo.compare import seed_everything  # noqa: F401 - scenarios import it from here
+from minidataloader.demo.ch14_resume import plain, through_a_file  # noqa: F401 - scenarios import them from here
+from minidataloader.demo.compare import seed_everything  # noqa: F401 - and this
 from minidataloader.stateful import StatefulDataLoader, rng_states, set_rng_states
 
 
@@ -294,23 +294,6 @@ def make_loader(c: dict, stateful: bool):
         loader = tud.DataLoader(make_dataset(c), **kwargs)
     generators = [g for g in (loader_gen, sampler_gen) if g is not None]
     return loader, sampler, generators
-
-
-def plain(value):
-    """A batch as nested lists of numbers."""
-    if isinstance(value, torch.Tensor):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    return value
-
-
-def through_a_file(obj):
-    """What torch.save then torch.load (weights_only, the default) give back."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    buffer.seek(0)
-    return torch.load(buffer)
 
 
 def run(c: dict, stateful: bool = True, resume: dict | None = None,
