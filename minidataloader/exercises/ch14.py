@@ -349,10 +349,11 @@ def _batches_kept_by_a_naive_resume() -> int:
 
 register(Prediction(
     "ch14-naive-resume", measure=_batches_kept_by_a_naive_resume,
-    why="the epoch drew its base seed and its permutation when it started: the generator's "
-        "state at the checkpoint is after those draws, so the resumed epoch draws new ones",
-    mistakes={2: "the generator moved on when the epoch started (base seed, permutation); "
-                 "its state at the checkpoint makes another epoch",
+    why="the epoch drew its base seed when it started and its permutation at its first "
+        "batch: the generator's state at the checkpoint is after those draws, so the "
+        "resumed epoch draws new ones",
+    mistakes={2: "the generator moved on at the start of the epoch (base seed, then "
+                 "permutation); its state at the checkpoint makes another epoch",
               1: "nothing of the resumed epoch's order comes from the original one: the "
                  "generator's state at the checkpoint gives a new permutation"},
 ))
