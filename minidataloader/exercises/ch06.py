@@ -32,6 +32,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from ..demo.processes import children
 from ._framework import Case, Exercise, TooManyItems, register
+from ._questions import Choice, Prediction
 from .solutions import ch06 as solutions
 
 WORKER_PIECES = ("minidataloader.worker._worker_loop",
@@ -786,3 +787,79 @@ register(Exercise(
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch06-why-processes", answer="b", why={
+        "a": "threads share all the memory of their process, the dataset included; it is "
+             "processes that each need their own copy",
+        "c": "a thread starts far faster than a process (chapter 8 measures what a worker "
+             "process costs to start)",
+        "d": "workers do not use the GPU at all: they read and collate samples on the CPU",
+    }))
+
+register(Choice(
+    "ch06-more-workers", answer="c", why={
+        "a": "four workers can load four times as many batches per second, but the loop "
+             "cannot take them faster than one per training step",
+        "b": "50 / 20 would be the gain if the step waited for each batch to load; one "
+             "worker loads in parallel with the step, and already keeps up",
+    }))
+
+
+def _reads_before_the_first_batch() -> int:
+    """Samples torch's workers read after iter(loader), before any next()."""
+    dataset = Numbers(100)
+    with more_workers_than_cpus_is_fine():
+        iterator = iter(tud.DataLoader(dataset, batch_size=8, num_workers=3,
+                                       prefetch_factor=2, multiprocessing_context="fork"))
+        deadline = time.monotonic() + 20
+        while dataset.reads.value == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)  # the workers are starting
+        reads = when_idle(dataset.reads, settle=0.5, limit=20)
+        del iterator  # stops the workers
+    return reads
+
+
+register(Prediction(
+    "ch06-samples-before-first-batch", measure=_reads_before_the_first_batch,
+    why="iter(loader) sends prefetch_factor x num_workers tasks, each a whole batch: "
+        "2 x 3 batches of 8 samples",
+    mistakes={6: "6 is the number of tasks sent; each task is a batch of 8 samples",
+              16: "every worker gets prefetch_factor batches, and there are 3 workers",
+              24: "prefetch_factor counts batches per worker: 2 for each of the 3 workers",
+              0: "the workers start reading when iter(loader) sends the first tasks, without "
+                 "waiting for next()"},
+))
+
+register(Choice(
+    "ch06-head-of-line", answer="b", why={
+        "a": "that is what in_order=False does; with in_order=True batch 1 must wait until "
+             "batch 0 has been handed out",
+        "c": "a batch that arrives early is kept, in the reorder buffer, not dropped",
+        "d": "batch 1 is loaded by another worker, at the same time as batch 0: it is ready "
+             "long before batch 0, and only waits for its turn",
+    }))
+
+register(Choice(
+    "ch06-notebook-class", answer="c", why={
+        "a": "the dataset pickles fine (its class travels as the name __main__.Squares); it "
+             "is the worker that cannot find that name when it unpickles",
+        "b": "a spawned worker is a fresh interpreter, not a copy of the notebook's process: "
+             "it cannot import the notebook's __main__",
+        "d": "the loader does not fall back to the main process: the worker's failure ends "
+             "the epoch with an error",
+    }))
+
+register(Choice(
+    "ch06-main-guard", answer="b", why={
+        "a": "the guard changes nothing about speed: it decides what a worker runs when it "
+             "loads the script",
+        "c": "the imports at the top of the script run in every spawned worker, guard or "
+             "not: the worker imports torch anyway",
+        "d": "a forked worker is a copy of the main process and never runs the script; the "
+             "guard matters with spawn and forkserver",
+    }))

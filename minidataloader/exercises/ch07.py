@@ -26,6 +26,7 @@ import torch.utils.data._utils.worker as torch_worker
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .ch06 import (
     ITERATOR_PIECES,
     WORKER_PIECES,
@@ -443,4 +444,97 @@ register(Exercise(
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch07-why-numpy-state", answer="a", why={
+        "b": "numpy takes a single int as well; the four words are there to keep its "
+             "numbers apart from random's, not for speed",
+        "c": "every worker gets a different state, from its worker id: the point is numbers "
+             "that differ between workers",
+        "d": "the point is the opposite: numpy's state is made so that numpy replays no "
+             "other generator of the worker, neither random's numbers nor torch's",
+    }))
+
+register(Choice(
+    "ch07-worker-info-main", answer="b", why={
+        "a": "there is no worker 0 without workers: the main process is no worker",
+        "c": "get_worker_info() never raises: in the main process it says so by its value",
+        "d": "get_worker_info() answers for the process it runs in, whatever the loader's "
+             "settings",
+    }))
+
+
+class SharedGenerator(Dataset):
+    """Sample i is one draw from a numpy generator made once, in __init__: the classic bug."""
+
+    def __init__(self, n: int):
+        self.n, self.rng = n, np.random.default_rng(0)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return float(self.rng.random())
+
+
+def _different_draws() -> int:
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(SharedGenerator(16), batch_size=4, num_workers=4,
+                            multiprocessing_context="fork")
+        draws = [value for batch in loader for value in batch.tolist()]
+    return len(set(draws))
+
+
+register(Prediction(
+    "ch07-shared-generator", measure=_different_draws,
+    why="each worker starts with a copy of the same generator, in the same state, and torch "
+        "does not reseed it: the 4 workers draw the same 4 numbers",
+    mistakes={16: "torch reseeds its own global generator, random and numpy's global one; a "
+                  "Generator object made in __init__ is copied into each worker as it is",
+              1: "within a worker the generator moves on: each of its 4 samples gets another "
+                 "number"},
+))
+
+register(Choice(
+    "ch07-which-generators", answer="c", why={
+        "a": "torch seeds more than its own generator: random and numpy's global generator "
+             "get seeds too",
+        "b": "torch cannot reach a generator object your dataset holds: it is copied into "
+             "the worker in whatever state it had",
+        "d": "every worker's generators are seeded before its first task, from the base "
+             "seed; nothing is left to the operating system",
+    }))
+
+register(Choice(
+    "ch07-change-num-workers", answer="b", why={
+        "a": "the base seed is the same, but with 3 workers most samples are fetched by "
+             "another worker, or later in a worker's stream",
+        "c": "workers 0 and 1 get the same seeds as before (base seed + id), and their first "
+             "batches hold the same samples: those keep their augmentations",
+        "d": "the samples come in the same order: only who fetches them, and after how many "
+             "draws, changes",
+    }))
+
+
+def _batches_of_a_sharded_stream() -> int:
+    from ..demo.ch07_randomness import NumberStream
+
+    with more_workers_than_cpus_is_fine():
+        return len(list(DataLoader(NumberStream(10, "stride"), batch_size=2, num_workers=4,
+                                   multiprocessing_context="fork")))
+
+
+register(Prediction(
+    "ch07-sharded-stream-batches", measure=_batches_of_a_sharded_stream,
+    why="each worker batches its own share: shares of 3, 3, 2 and 2 numbers make 2 + 2 + 1 "
+        "+ 1 batches",
+    mistakes={5: "5 is len(loader), 10 numbers in batches of 2; but every worker ends its own "
+                 "share, and two of them end with a partial batch",
+              20: "the stream shards itself: every number comes once, not once per worker",
+              4: "the shares of 3 numbers need two batches each: one of 2 and one of 1"},
 ))

@@ -13,6 +13,7 @@ from minidataloader.demo.processes import children
 
 from ._compare import close
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .ch06 import (
     ITERATOR_PIECES,
     WORKER_PIECES,
@@ -391,4 +392,93 @@ register(Exercise(
                                  "torch.utils.data.dataloader.DataLoader"),
     time_limit=8.0,
     piece="dataloader.DataLoader",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch08-when-persistence-pays", answer="b", why={
+        "a": "without persistence the workers start again at every epoch, not once: the "
+             "saving is one start per epoch after the first",
+        "c": "an epoch's loading (2 minutes) is not made faster: only the 4 s start of each "
+             "epoch after the first goes away",
+        "d": "persistence helps with every start method, spawn most of all: a spawned "
+             "worker's start is the costly one",
+    }))
+
+register(Choice(
+    "ch08-what-is-kept", answer="d", why={
+        "a": "the process is the very thing persistence keeps: no new process, nothing to "
+             "import again",
+        "b": "the worker's copy of the dataset lives as long as its process: what the worker "
+             "changed in it is still changed in the next epoch",
+        "c": "a persistent worker is not seeded again: its generators go on from where the "
+             "last epoch left them",
+    }))
+
+
+def _seeds_of_a_persistent_run() -> int:
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(WorkerSeeds(2), batch_size=1, collate_fn=lambda b: b[0],
+                            **workers_for_a_check(2), persistent_workers=True,
+                            generator=torch.Generator().manual_seed(0))
+        return len({seed for _ in range(3) for seed in loader})
+
+
+register(Prediction(
+    "ch08-persistent-seeds", measure=_seeds_of_a_persistent_run,
+    why="persistent workers are seeded once, when they start: 2 workers, 2 seeds, whatever "
+        "the number of epochs",
+    mistakes={6: "6 would be 3 epochs of 2 new workers; persistent workers start, and are "
+                 "seeded, once",
+              3: "the seeds belong to the workers, not to the epochs",
+              1: "every worker gets a seed of its own: base seed + worker id"},
+))
+
+register(Choice(
+    "ch08-why-wait-for-ack", answer="b", why={
+        "a": "persistent workers are not restarted: the processes are still there",
+        "c": "a persistent worker is not seeded again at the handshake: its generators go on",
+        "d": "a worker's index queue holds tasks while the worker is busy: it could receive "
+             "them at any time",
+    }))
+
+
+class EpochReporter(Dataset):
+    """Every sample is the epoch that ``set_epoch`` last gave this copy of the dataset."""
+
+    def __init__(self, n: int):
+        self.n, self.epoch = n, 0
+
+    def set_epoch(self, epoch: int):
+        self.epoch = epoch
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return self.epoch
+
+
+def _epoch_seen_by_persistent_workers() -> int:
+    dataset = EpochReporter(8)
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(dataset, batch_size=2, **workers_for_a_check(2),
+                            persistent_workers=True)
+        for epoch in range(3):
+            dataset.set_epoch(epoch)
+            seen = {value for batch in loader for value in batch.tolist()}
+    return max(seen)
+
+
+register(Prediction(
+    "ch08-stale-epoch", measure=_epoch_seen_by_persistent_workers,
+    why="the workers copied the dataset before the first epoch, when its epoch was 0; "
+        "set_epoch changes the main process's object only",
+    mistakes={2: "set_epoch(2) changed the dataset of the main process; the persistent "
+                 "workers read their own copies, made before the first epoch",
+              1: "no epoch's set_epoch reaches persistent workers: their copies were made "
+                 "once, before the first epoch"},
 ))

@@ -18,6 +18,7 @@ import torch
 
 from ._compare import close
 from ._framework import Case, Exercise, register
+from ._questions import Choice, Prediction
 from .ch06 import (
     ITERATOR_PIECES,
     _TorchIterator,
@@ -343,3 +344,86 @@ register(Exercise(
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch09-staging-buffer", answer="c", why={
+        "a": "the copy engine reads host memory over PCIe whatever its kind; compression has "
+             "nothing to do with it",
+        "b": "pageable memory is in the host's RAM like pinned memory; the difference is "
+             "whether the operating system may move or swap out its pages",
+        "d": "the CPU is involved only in the staging copy; the transfer itself is the copy "
+             "engine's, from pinned memory",
+    }))
+
+register(Choice(
+    "ch09-what-pin-memory-does", answer="b", why={
+        "a": "the batch you get is still on the CPU (batch.device is cpu): moving it is your "
+             "loop's job, with .to('cuda', non_blocking=True)",
+        "c": "the workers never pin: pinning is done by a thread of the main process, after a "
+             "batch has crossed from its worker",
+        "d": "the dataset is not touched: each batch is copied into page-locked memory as it "
+             "passes through the pin thread",
+    }))
+
+
+def _megabytes_of_a_batch() -> float:
+    import numpy as np
+    from torch.utils.data import default_collate
+
+    batch = default_collate([np.zeros((3, 224, 224)) for _ in range(64)])
+    return round(batch.nbytes / 1e6, 1)
+
+
+def _about_the_same(expected: float, got) -> str | None:
+    if isinstance(got, (int, float)) and not isinstance(got, bool) and abs(
+            got - expected) <= 0.005 * expected:
+        return None
+    return f"expected about {expected} MB, got {got!r}"
+
+
+register(Prediction(
+    "ch09-batch-megabytes", measure=_megabytes_of_a_batch, compare=_about_the_same,
+    prompt_text="a number of MB (10**6 bytes)",
+    why="np.zeros makes float64 arrays, and default_collate keeps the dtype: 64 x 3 x 224 "
+        "x 224 values of 8 bytes, copied once more by the pin thread and again to the GPU",
+    mistakes={38.5: "38.5 MB would be float32; np.zeros makes float64 (8 bytes a value), "
+                    "and default_collate keeps numpy's dtype",
+              9.6: "9.6 MB counts one byte per value; float64 takes 8"},
+))
+
+register(Choice(
+    "ch09-record-stream", answer="a", why={
+        "b": "waiting is wait_stream's job (the main stream waits for the copy); "
+             "record_stream is about when the memory may be reused",
+        "c": "record_stream copies nothing: it tells the caching allocator that another "
+             "stream uses the tensor",
+        "d": "record_stream pins nothing: the tensor is already on the GPU",
+    }))
+
+register(Choice(
+    "ch09-cost-of-pinning", answer="c", why={
+        "a": "this is a real cost: pinning copies every batch once more, in the main "
+             "process's pin thread",
+        "b": "this is a real cost: the operating system cannot swap out or move page-locked "
+             "memory, so a lot of it leaves less for everything else",
+    }))
+
+register(Choice(
+    "ch09-pin-just-before", answer="b", why={
+        "a": "the copy from pinned memory is faster, but pinning is itself a copy of the "
+             "whole batch, made on the loop's path: two copies instead of one",
+        "c": "non_blocking=True from freshly pinned memory is valid; it is the timing that "
+             "suffers, not the correctness",
+    }))
+
+register(Choice(
+    "ch09-cuda-fork-error", answer="a", why={
+        "b": "pinning happens in a thread of the main process, not in the forked workers",
+        "c": "a spawned worker is a fresh interpreter and may start CUDA (at the cost of a "
+             "CUDA context of its own); the error is about forked copies",
+        "d": "the training loop runs in the main process, where CUDA works",
+    }))

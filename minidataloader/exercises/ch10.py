@@ -21,6 +21,7 @@ from minidataloader.demo.synthetic import TwoArgumentError
 
 from ..demo.processes import running
 from ._framework import Case, Exercise, register
+from ._questions import Choice, Prediction
 from .ch06 import (
     ITERATOR_PIECES,
     LATE,
@@ -654,3 +655,118 @@ register(Exercise(
     hint="look for the words the real messages use; check the categories in the order given",
     time_limit=2.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself: the first page (when things go wrong)
+
+
+class JsonLines:
+    """A map-style dataset of JSON records: sample i is ``json.loads`` of record i."""
+
+    def __init__(self, records: list[bytes]):
+        self.records = records
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, index):
+        return json.loads(self.records[index])
+
+
+def _type_of_a_corrupt_record() -> str:
+    from torch.utils.data import DataLoader
+
+    records = [b'{"label": 1}', b'{"label": ']
+    loader = DataLoader(JsonLines(records), batch_size=None, num_workers=1,
+                        multiprocessing_context="fork")
+    try:
+        list(loader)
+    except Exception as error:
+        return type(error).__name__
+    return "nothing raised"
+
+
+register(Prediction(
+    "ch10-rebuilt-type", measure=_type_of_a_corrupt_record,
+    prompt_text='a type name, as a string (e.g. "ValueError")',
+    why="the main process rebuilds the worker's exception from its type and the message "
+        "alone; json.JSONDecodeError wants the message, the document and a position, so "
+        "torch raises a RuntimeError with the same message instead",
+    mistakes={"JSONDecodeError": "the loader rebuilds the type from one argument, the "
+                                 "message; JSONDecodeError's constructor wants three, so "
+                                 "it cannot be rebuilt",
+              "ValueError": "JSONDecodeError is a ValueError, but the loader never falls "
+                            "back to a base class: what it cannot rebuild becomes a "
+                            "RuntimeError"},
+))
+
+register(Choice(
+    "ch10-orphan-worker", answer="c", why={
+        "a": "SIGKILL runs no handler, no finally, no exit function: the main process cannot "
+             "tell anyone it is dying",
+        "b": "nothing is sent to the workers: they find out by looking, and only when they "
+             "are not busy",
+        "d": "workers are daemonic, but that helps only when the main process exits "
+             "normally; after SIGKILL the workers are on their own",
+    }))
+
+register(Choice(
+    "ch10-sharing-strategy", answer="b", why={
+        "a": "the limit is on open file descriptors, per process, not on the size of /dev/shm",
+        "c": "file_system is the strategy that leaves files in /dev/shm after a crash; "
+             "file_descriptor removes each file's name at once",
+        "d": "more workers make it worse, not better: the descriptors are held by the process "
+             "that keeps the tensors, the main process",
+    }))
+
+register(Choice(
+    "ch10-cuda-fork-why", answer="a", why={
+        "b": "spawned workers may use CUDA (each with a context of its own); the error is "
+             "about a copy made by fork",
+        "c": "a forked worker has no GPU memory of its own to run out of; it fails at its "
+             "first CUDA call, whatever the memory",
+        "d": "before the main process has used CUDA, a forked worker can start CUDA itself; "
+             "the error needs CUDA started in the parent first",
+    }))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself: the second page (shutdown)
+
+register(Choice(
+    "ch10-ctrl-c", answer="b", why={
+        "a": "Ctrl-C signals the whole foreground process group, and the workers are in it",
+        "c": "the worker loop catches its KeyboardInterrupt and leaves quietly: the main "
+             "process reports the interrupt, once",
+        "d": "the KeyboardInterrupt is raised in the main process at once, wherever it is, "
+             "and goes up through the for loop",
+    }))
+
+register(Choice(
+    "ch10-after-interrupt", answer="c", why={
+        "a": "the interrupt reached the workers too, and they exited: nothing is left to "
+             "resume from",
+        "b": "with persistent workers the loader keeps its iterator, and asks the old "
+             "workers for the new epoch; it does not start new ones",
+        "d": "the kernel catches the KeyboardInterrupt and lives on; only the workers are "
+             "gone",
+    }))
+
+register(Choice(
+    "ch10-tasks-still-queued", answer="b", why={
+        "a": "a queue is first in, first out: the None goes to the back, behind the tasks "
+             "already sent",
+        "c": "the worker reads every task before its None, whether anybody wants the "
+             "batches or not",
+        "d": "nothing is lost: the trouble is the opposite, work done for nobody",
+    }))
+
+register(Choice(
+    "ch10-package-drain", answer="c", why={
+        "a": "the training loop has stopped asking: the drained batches are dropped",
+        "b": "torch's main process never reads the result queue at shutdown; its workers "
+             "abandon what they could not send",
+        "d": "the drain counts nothing: it reads until every worker has exited, or the time "
+             "is up",
+    }))

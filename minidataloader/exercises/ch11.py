@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 from ..demo.ch11_performance import text_lengths
 from ._compare import close
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .solutions import ch11 as solutions
 
 # ---------------------------------------------------------------------------------------
@@ -309,3 +310,69 @@ register(Exercise(
           "batches in an order drawn from the generator"),
     time_limit=4.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+
+class TorchThreads:
+    """Every sample is the size of torch's thread pool in the process that reads it."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        return torch.get_num_threads()
+
+
+def _torch_threads_in_a_worker() -> int:
+    loader = DataLoader(TorchThreads(), batch_size=None, num_workers=1,
+                        multiprocessing_context="fork")
+    return max(loader)
+
+
+register(Prediction(
+    "ch11-torch-threads", measure=_torch_threads_in_a_worker,
+    why="torch calls torch.set_num_threads(1) at the start of every worker: W workers with "
+        "a pool of threads each would compete for the cores",
+    mistakes={0: "a worker runs torch with a pool of one thread, not none"},
+))
+
+register(Choice(
+    "ch11-blas-env", answer="c", why={
+        "a": "the variable is set, but too late: the BLAS library read it when numpy was "
+             "imported, in the main process, before the fork",
+        "b": "torch sets its own pool to 1 thread in a worker; numpy's BLAS pool is not its "
+             "to set",
+        "d": "the variable does not reach the main process at all: worker_init_fn runs in "
+             "the worker",
+    }))
+
+register(Choice(
+    "ch11-timeout-spawn", answer="b", why={
+        "a": "the timeout bounds the wait for each batch, the first one included, not the "
+             "epoch",
+        "c": "the timeout is the same with every start method; spawn makes the first wait "
+             "longer",
+        "d": "a timeout ends the for loop with a RuntimeError; the sample is not skipped",
+    }))
+
+register(Choice(
+    "ch11-shared-memory", answer="a", why={
+        "b": "pickled bytes are copied at least twice, through a pipe: out of the worker and "
+             "into the main process; shared memory is written once, and mapped",
+        "c": "shared memory holds the batch, not the dataset: the dataset is copied into the "
+             "worker by fork (or pickled, with spawn)",
+        "d": "a batch in shared memory is a tensor like any other; the main process reads it "
+             "where the worker wrote it",
+    }))
+
+register(Choice(
+    "ch11-memory-number", answer="b", why={
+        "a": "RSS counts a shared page in every process that maps it: the sum counts the "
+             "pages workers share with the main process several times",
+        "c": "USS leaves out the shared pages altogether: the sum misses the memory the "
+             "processes share",
+        "d": "virtual size counts address space reserved, not memory used",
+    }))

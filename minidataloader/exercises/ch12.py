@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, ge
 
 from ._compare import close
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .ch07 import WORKER_INFO, more_workers_than_cpus_is_fine, workers_for_a_check
 from .solutions import ch12 as solutions
 
@@ -275,3 +276,72 @@ register(Exercise(
     allowed=WORKER_INFO,
     time_limit=5.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch12-same-number", answer="b", why={
+        "a": "the ranks may hold any samples; what must match is the number of steps, since "
+             "each step waits for every rank",
+        "c": "a rank with fewer samples does not finish early and wait politely: the others "
+             "wait for it in an all-reduce it never joins",
+        "d": "samples are not sent between ranks: each rank reads its own share",
+    }))
+
+
+def _share_of_rank_3() -> list:
+    return list(DistributedSampler(range(10), num_replicas=4, rank=3, shuffle=False))
+
+
+register(Prediction(
+    "ch12-rank-share", measure=_share_of_rank_3, prompt_text="a list of indices",
+    why="10 indices are padded to 12 with the first two again (0, 1), then dealt like cards: "
+        "rank 3 takes positions 3, 7 and 11",
+    mistakes={(3, 7): "drop_last=False pads: every rank gets ceil(10 / 4) = 3 indices, and "
+                      "the padding repeats the list from its start",
+              (6, 7, 8): "DistributedSampler deals the indices like cards, it does not cut "
+                         "the list into blocks",
+              (3, 7, 3): "the padding repeats the list from its start (0, 1), not the rank's "
+                         "own indices"},
+))
+
+
+def _orders_without_set_epoch() -> int:
+    sampler = DistributedSampler(range(8), num_replicas=2, rank=0, shuffle=True, seed=0)
+    return len({tuple(sampler) for _ in range(3)})
+
+
+register(Prediction(
+    "ch12-no-set-epoch", measure=_orders_without_set_epoch,
+    why="the permutation's generator is seeded with seed + epoch, and the epoch stays 0 "
+        "without set_epoch: every epoch gets the same order",
+    mistakes={3: "the sampler draws from a generator of its own, seeded with seed + epoch "
+                 "every time; without set_epoch the epoch is always 0"},
+))
+
+register(Choice(
+    "ch12-spawn-rank", answer="c", why={
+        "a": "spawn passes the process's index itself, as the first argument; no environment "
+             "variable is needed for it",
+        "b": "nothing is returned to the processes: spawn calls fn in each of them",
+        "d": "the index comes first, then the args tuple, in its order",
+    }))
+
+register(Choice(
+    "ch12-worker-seeds", answer="a", why={
+        "b": "without a generator, the base seed comes from torch's global generator, which "
+             "torch.manual_seed(0) set alike in both ranks",
+        "c": "the sampler's rank changes which samples a rank reads, not the seeds of its "
+             "workers",
+        "d": "a worker's seed is base seed + worker id: nothing of the rank goes into it",
+    }))
+
+register(Choice(
+    "ch12-without-join", answer="b", why={
+        "a": "DDP does not notice a rank that has left its loop: the others' all-reduce "
+             "waits for it",
+        "c": "nothing skips the step: rank 0's backward waits in the all-reduce",
+        "d": "rank 1 has nothing to read: its share is used up, and it has left the loop",
+    }))

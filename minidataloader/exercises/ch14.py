@@ -19,6 +19,7 @@ from minidataloader.demo.ch14_resume import through_a_file
 from minidataloader.stateful import StatefulDataLoader
 
 from ._framework import Case, Exercise, register
+from ._questions import Choice, Prediction
 from .ch07 import more_workers_than_cpus_is_fine, workers_for_a_check
 from .solutions import ch14 as solutions
 
@@ -321,3 +322,92 @@ register(Exercise(
           "into that worker's state: {**state, **report}; None for a worker with none"),
     forbidden=STATEFUL,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+
+def _batches_kept_by_a_naive_resume() -> int:
+    """An epoch of 4 batches, a checkpoint after 2 that saves the generator's state as it is
+    then; the resume restores it, starts a new epoch and skips 2 batches. How many of the
+    last 2 batches are those of the uninterrupted epoch?"""
+    def loader(generator):
+        return DataLoader(range(12), batch_size=3, shuffle=True, generator=generator)
+
+    generator = torch.Generator().manual_seed(0)
+    epoch = iter(loader(generator))
+    first = [next(epoch).tolist() for _ in range(2)]
+    saved = generator.get_state()  # the naive checkpoint
+    rest = [batch.tolist() for batch in epoch]
+    restored = torch.Generator()
+    restored.set_state(saved)
+    resumed = [batch.tolist() for batch in loader(restored)]
+    assert len(first + rest) == len(resumed) == 4
+    return sum(a == b for a, b in zip(rest, resumed[2:]))
+
+
+register(Prediction(
+    "ch14-naive-resume", measure=_batches_kept_by_a_naive_resume,
+    why="the epoch drew its base seed when it started and its permutation at its first "
+        "batch: the generator's state at the checkpoint is after those draws, so the "
+        "resumed epoch draws new ones",
+    mistakes={2: "the generator moved on at the start of the epoch (base seed, then "
+                 "permutation); its state at the checkpoint makes another epoch",
+              1: "nothing of the resumed epoch's order comes from the original one: the "
+                 "generator's state at the checkpoint gives a new permutation"},
+))
+
+register(Choice(
+    "ch14-who-holds", answer="d", why={
+        "a": "the index stream is drawn in the main process: its sampler and generator are "
+             "there",
+        "b": "the main process dispatched the batches, and knows which are in flight and "
+             "which worker has each",
+        "c": "the base seed is drawn by the main process's iterator, and sent to the workers",
+    }))
+
+
+def _batches_in_flight_after_three() -> int:
+    from .ch06 import Numbers, when_idle
+
+    dataset = Numbers(20)
+    with more_workers_than_cpus_is_fine():
+        epoch = iter(DataLoader(dataset, batch_size=1, num_workers=2, prefetch_factor=2,
+                                multiprocessing_context="fork"))
+        for _ in range(3):
+            next(epoch)
+        read = when_idle(dataset.reads, settle=0.5, limit=20)
+        del epoch  # stops the workers
+    return read - 3
+
+
+register(Prediction(
+    "ch14-in-flight", measure=_batches_in_flight_after_three,
+    why="iter() sends prefetch_factor x num_workers = 4 tasks, and every batch yielded sends "
+        "one more: after 3 batches, 7 were sent and 4 are in flight",
+    mistakes={1: "every batch yielded is replaced by a new task: the number in flight stays "
+                 "prefetch_factor x num_workers",
+              7: "7 batches were sent; 3 of them have been yielded, the rest are in flight",
+              2: "prefetch_factor counts batches per worker: 2 for each of 2 workers"},
+))
+
+register(Choice(
+    "ch14-sigkill-resume", answer="a", why={
+        "b": "the batches in flight at the kill were never trained on: a resume from them "
+             "would skip them, and the workers' states were not saved as of them",
+        "c": "a restart from the start of the epoch trains twice on what came before the "
+             "checkpoint",
+        "d": "the optimizer's state, the loader's position and the random states are part of "
+             "the run too: without them the next steps differ",
+    }))
+
+register(Choice(
+    "ch14-sampler-state", answer="b", why={
+        "a": "a state dict is plain data (numbers, tensors, dicts) that torch.save writes; "
+             "the sampler object itself is rebuilt by the resumed script",
+        "c": "the indices of this epoch are not enough: the next epochs are drawn from the "
+             "generator, whose state would be lost",
+        "d": "the generator has drawn since it was seeded: its seed says where it started, "
+             "its state where it is",
+    }))
