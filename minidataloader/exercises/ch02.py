@@ -80,8 +80,8 @@ register(Exercise(
     reference=solutions.KeyedArraysDataset,
     cases=_arrays_cases,
     run=_use_map_dataset,
-    hint=("__getitem__ returns tuple(self.arrays[key][index] for key in self.keys); __len__ is "
-          "the length of a selected array"),
+    hint=("__getitem__ gives one value per selected key, from that key's array at the index, "
+          "as a tuple in the order of the keys; __len__ is the length of a selected array"),
 ))
 
 

@@ -82,7 +82,8 @@ register(Exercise(
     oracle=SequentialSampler,
     cases=_sequential_cases,
     run=_use_sequential_sampler,
-    hint="__iter__ returns iter(range(len(self.data_source))); __len__ is len(data_source)",
+    hint="__iter__ gives the indices 0, 1, ..., len(data_source) - 1 in order; __len__ is "
+         "the length of data_source",
     piece="sampler.SequentialSampler",
 ))
 

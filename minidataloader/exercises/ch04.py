@@ -86,8 +86,8 @@ def _collate_cases() -> list[Case]:
              hint="a numpy array becomes a tensor of the same dtype (torch.as_tensor), then "
                   "the tensors are stacked"),
         Case({"batch": [0.5, 1.0, 2.5]}, description="batch = [0.5, 1.0, 2.5]",
-             hint="Python floats become ONE tensor of dtype float64: "
-                  "torch.tensor(batch, dtype=torch.float64)"),
+             hint="Python floats become ONE tensor, and its dtype is float64, not torch's "
+                  "default float32"),
         Case({"batch": [3, 1, 4, 1]}, description="batch = [3, 1, 4, 1]",
              hint="Python ints become one tensor: torch.tensor(batch) (dtype int64)"),
         Case({"batch": [True, False, True]}, description="batch = [True, False, True]",
@@ -277,8 +277,8 @@ def _dataclass_cases() -> list[Case]:
         Case({"batch": samples[:3]},
              description="3 DigitSample(image=uint8 tensor (1, 2, 2), label=int, file=str)",
              hint="return a DigitSample whose image is the stacked images, label a tensor of "
-                  "labels and file the list of files: collate each field with "
-                  "collate(values, collate_fn_map=collate_fn_map)"),
+                  "labels and file the list of files: hand each field's values back to "
+                  "collate, passing the registry on"),
         Case({"batch": [{"sample": s, "weight": w} for s, w in zip(samples, [0.5, 2.0])]},
              description="2 dicts {'sample': DigitSample, 'weight': float}",
              hint="collate reaches your function through the dict: it must work for a batch "
@@ -297,8 +297,9 @@ register(Exercise(
     reference=solutions.collate_dataclass,
     cases=_dataclass_cases,
     run=_collate_with_registered,
-    hint="for each field in dataclasses.fields(batch[0]): collate([getattr(s, name) for s in "
-         "batch], collate_fn_map=collate_fn_map); then build type(batch[0])(**fields)",
+    hint="for each field of the dataclass (dataclasses.fields), collate that field's values "
+         "across the batch with collate and the registry you were given; then build one "
+         "instance of the sample's own type from the collated fields",
     time_limit=3.0,
 ))
 

@@ -752,9 +752,9 @@ def _iterator_cases() -> list[Case]:
                       "the order is the batch sampler's: iterate loader.batch_sampler once per "
                       "epoch; draw the base seed first, from loader.generator, as in chapter 5"),
         iterator_case(numbers, {"batch_size": 3, "num_workers": 2, "shuffle": True},
-                      "without a generator, the base seed is one draw from the global generator "
-                      "(torch.empty((), dtype=torch.int64).random_(generator=None)), made in "
-                      "__init__, before any index is taken from the sampler"),
+                      "without a generator, the base seed is one int64 draw from the global "
+                      "generator (chapter 5's draw, with generator=None), made in __init__, "
+                      "before any index is taken from the sampler"),
         iterator_case(("numbers", 4), {"batch_size": None, "num_workers": 2},
                       "batch_size=None: the loader has no batch_sampler; iterate its sampler, "
                       "and tell worker_loop auto_collation=False"),

@@ -59,10 +59,10 @@ def workers_for_a_check(num_workers: int) -> dict:
 
 def _state_hint(base_seed: int, worker_id: int) -> str:
     if base_seed >> 32:
-        return ("this base seed needs more than 32 bits: the words are [worker_id, "
-                "base_seed & 0xFFFFFFFF, base_seed >> 32, 0], and the third is not 0 here")
-    return ("np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0])"
-            ".generate_state(4), as a list of 4 ints")
+        return ("this base seed needs more than 32 bits: of the four words (the worker id, "
+                "the base seed's low 32 bits, its high 32 bits, and 0), the third is not 0 here")
+    return ("numpy's SeedSequence of four 32-bit words: the worker id, the base seed's low 32 "
+            "bits, its high 32 bits, and 0; ask it for 4 words of state, as a list of ints")
 
 
 def _state_cases() -> list[Case]:
@@ -144,8 +144,8 @@ register(Exercise(
                    for w, s in [(2, 0), (3, 1)]],
     run=_use_worker_init_fn,
     hint=("in the worker, get_worker_info() (from torch.utils.data) gives .seed and .dataset "
-          "(this worker's copy): set info.dataset.rng = np.random.default_rng(info.seed), "
-          "and return nothing"),
+          "(this worker's copy): give that copy a new numpy Generator made from the "
+          "worker's seed, and return nothing"),
     allowed=WORKER_INFO,
     time_limit=5.0,
 ))

@@ -220,9 +220,9 @@ register(Exercise(
                    for s, w, e, p in [(0, 2, 3, False), (0, 2, 3, True), (1, 3, 2, False),
                                       (5, 1, 1, True), (7, 0, 2, False), (3, 2, 0, True),
                                       (11, 4, 2, True), (2, 0, 2, True)]],
-    hint=("make torch.Generator().manual_seed(generator_seed); a base seed is "
-          "torch.empty((), dtype=torch.int64).random_(generator=generator).item(), drawn "
-          "for each new iterator"),
+    hint=("one generator seeded with generator_seed for the whole run; each base seed is "
+          "one int64 draw from it (chapter 5's draw), made for each new iterator: how many "
+          "iterators does a run make, with and without persistent workers?"),
 ))
 
 

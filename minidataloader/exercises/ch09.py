@@ -200,9 +200,9 @@ register(Exercise(
     cases=lambda: [Case({"copy_ms": c, "compute_ms": s, "batches": n, "overlap": o},
                         hint=_timeline_hint(c, s, o)) for c, s, n, o in TIMELINES],
     compare=close(rtol=1e-9, atol=1e-9),
-    hint=("keep two times: when the next copy may start, and when the last step ended. For each "
-          "batch: copy_end = copy_start + copy_ms; compute_start = max(copy_end, last "
-          "compute_end); then the next copy starts at compute_start (overlap) or compute_end"),
+    hint=("keep two times: when the next copy may start, and when the last step ended. A "
+          "batch's step starts when both its copy and the previous step are done; the next "
+          "copy starts when that step starts (overlap) or when it ends (no overlap)"),
 ))
 
 
@@ -281,9 +281,9 @@ register(Exercise(
     reference=solutions.pin_loop,
     cases=_pin_loop_cases,
     run=_use_pin_loop,
-    hint=("while not done_event.is_set(): try to get (number, data) with a timeout (on "
-          "queue.Empty, continue); pin data if number is an int and data is neither an "
-          "exception nor a StreamEnded; put (number, data)"),
+    hint=("loop until done_event is set: wait for (number, data) with a timeout, and go round "
+          "again when the wait times out; pin data only if number is an int and data is "
+          "neither an exception nor a StreamEnded; pass (number, data) on"),
     forbidden=PIN_PIECES,
     time_limit=5.0,
     piece="pin_memory.pin_loop",

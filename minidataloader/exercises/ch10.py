@@ -427,9 +427,9 @@ def _error_worker_cases() -> list[Case]:
              "with done_event set", done=True),
         case("4 samples, sample 0 being 1 MB of bytes", [],
              "a worker whose main process has died must leave: when a wait times out, compare "
-             "os.getppid() with the parent's pid you noted at the start; and call "
-             "result_queue.cancel_join_thread() before leaving, or the 1 MB nobody will read "
-             "keeps the process from exiting", orphan=True),
+             "os.getppid() with the parent's pid you noted at the start; and tell the result "
+             "queue not to wait for its feeder thread before leaving (chapter 6), or the 1 MB "
+             "nobody will read keeps the process from exiting", orphan=True),
     ]
 
 

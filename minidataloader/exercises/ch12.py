@@ -180,8 +180,9 @@ register(Exercise(
                    for n, r, w, k, m in [(20, 0, 2, 0, 2), (20, 1, 2, 1, 2), (10, 1, 2, 0, 3),
                                          (5, 3, 4, 1, 2), (7, 0, 1, 0, 1), (100, 3, 4, 2, 4),
                                          (9, 1, 3, 0, 1)]],
-    hint=("number the readers: reader = rank * num_workers + worker_id, out of "
-          "world_size * num_workers; each reader takes every readers-th sample from its own"),
+    hint=("number the readers: all the workers of rank 0 first, then those of rank 1, and "
+          "so on, world_size * num_workers in all; each reader takes every readers-th sample, "
+          "starting from its own number"),
 ))
 
 

@@ -253,8 +253,9 @@ register(Exercise(
     reference=solutions.batches_in_flight,
     cases=_in_flight_cases,
     oracle=_torch_in_flight,
-    hint=("pulled = min(num_batches, prefetch_factor * num_workers + yielded); the batches "
-          "from `yielded` to `pulled` are in flight, batch b with worker b % num_workers"),
+    hint=("the loader asks for prefetch_factor tasks per worker at iter(), and one more per "
+          "batch yielded, never past the last batch; those asked for and not yet yielded are "
+          "in flight, each with the worker round robin gave it to"),
     forbidden=STATEFUL,
     time_limit=5.0,
 ))

@@ -167,3 +167,18 @@ def test_what_assesses_a_goal_exists():
             unknown = [name for name in names if name not in known]
             assert not unknown, f"chapter {number}, {goal!r}: no exercise or item {unknown}"
             assert all(int(m) in milestones() for m in found_milestones), (number, goal)
+
+
+def verdict_hints(exercise) -> str:
+    """What a failing verdict may show: the exercise's own hint and its cases' hints."""
+    return plain(" ".join([exercise.hint or ""] + [case.hint or "" for case in exercise.cases()]))
+
+
+@pytest.mark.parametrize("name", sorted(name for name, exercise in exercises().items()
+                                        if exercise.chapter.startswith("ch")))
+def test_no_verdict_hint_holds_a_line_of_the_solution(name):
+    exercise = exercises()[name]
+    source = reference_source(exercise) if exercise.piece else inspect.getsource(
+        exercise.reference)
+    given = [line for line in code_lines(source) if line in verdict_hints(exercise)]
+    assert not given, f"{name}: a verdict's hint gives lines of the solution away: {given}"
