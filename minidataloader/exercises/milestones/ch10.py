@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 import warnings
 
+import torch.utils.data
+
 from ...demo.processes import children
 from . import Milestone, Suite, register_milestone
 from ._data import Faulty
@@ -23,13 +25,20 @@ def _loader(data, spec: dict, dataset):
                                multiprocessing_context="fork")
 
 
-def _error(error: Exception, started: float) -> dict:
+NOTICED_WITHIN_S = 10.0
+
+
+def _error(error: Exception, started: float, oracle: bool) -> dict:
     text = str(error)
     error.__traceback__ = None  # torch's error and its iterator sit in a cycle through it
+    # A bound, not a measurement of torch: under fork torch hears of a death at once (its
+    # SIGCHLD handler), but on a busy machine its own time can pass any bound, and a learner
+    # who is faster than torch that day must still pass.
+    quick = oracle or time.monotonic() - started < NOTICED_WITHIN_S
     return {"raised": type(error).__name__,
             "its message holds the worker's traceback": TRACEBACK in text,
             "it says 'timed out'": "timed out" in text,
-            "within 5 s": time.monotonic() - started < 5.0}
+            f"within {NOTICED_WITHIN_S:.0f} s": quick}
 
 
 def failing_epoch(data, spec: dict) -> dict:
@@ -48,7 +57,7 @@ def failing_epoch(data, spec: dict) -> dict:
         except StopIteration:
             break
         except Exception as error:
-            seen["batches"].append(_error(error, started))
+            seen["batches"].append(_error(error, started, oracle=data is torch.utils.data))
             if spec["fault"] in ("SIGKILL", "slow"):
                 break  # the loader cannot go on
             continue
