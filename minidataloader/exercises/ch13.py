@@ -19,6 +19,7 @@ import minidataloader as mdl
 
 from ._compare import difference
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
 from .ch06 import mark_pinned
 from .milestones import LOADER_INTERNALS
 from .solutions import ch13 as solutions
@@ -394,3 +395,58 @@ register(Exercise(
     forbidden=(*LOADER_INTERNALS, "myloader.DataLoader", "myloader.dataloader.DataLoader"),
     time_limit=40.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+def _base_seeds_of_persistent_workers() -> int:
+    """The real thing: torch's loader with persistent workers, three epochs, the base seeds
+    its iterators draw in this process counted."""
+    from ..demo.ch13_capstone import seed_draws
+
+    with _quiet_loader_warnings():
+        loader = DataLoader(range(8), batch_size=4, num_workers=2, persistent_workers=True)
+        with seed_draws() as counts:
+            for _ in range(3):
+                list(loader)
+    del loader
+    return counts["__init__", "_MultiProcessingDataLoaderIter"]
+
+
+register(Prediction(
+    "ch13-persistent-base-seeds", measure=_base_seeds_of_persistent_workers,
+    why="one: the first epoch makes the iterator and its workers, which draws the base seed; "
+        "the later epochs reset that iterator and draw none",
+    mistakes={3: "a new iterator draws a base seed, but with persistent workers the loader "
+                 "keeps its iterator: the second and third epochs reset it, without a draw",
+              0: "the workers need a seed: the first iterator draws one, in the main process",
+              2: "one base seed per worker? No: one per iterator; each worker adds its id"},
+))
+
+register(Choice(
+    "ch13-augmentation-proves-seeds", answer="c", why={
+        "a": "the order of the samples comes from the sampler, in the main process: the same "
+             "order with different worker seeds would give different shifts, and losses",
+        "b": "RandomShift runs where the sample is read: with num_workers=2, in the workers",
+        "d": "fork or spawn, torch seeds each worker with base_seed + worker_id: the start "
+             "method does not decide the shifts",
+    }))
+
+register(Choice(
+    "ch13-three-workers", answer="b", why={
+        "a": "batch 0 goes to worker 0 with two workers or three, seeded base_seed + 0 both "
+             "times: its shifts, and its loss, are the same",
+        "c": "batch 2 goes to worker 2 with three workers, but to worker 0 with two: its "
+             "shifts differ already",
+        "d": "the samples of each batch are the same, but the shifts of a batch depend on the "
+             "worker that reads it",
+    }))
+
+register(Choice(
+    "ch13-torch-file", answer="b", why={
+        "a": "dataloader.py starts the workers and talks to them, but what runs inside one is "
+             "elsewhere",
+        "c": "signal_handling.py notices dead workers from the main process; it seeds nothing",
+        "d": "sampler.py makes the indices, in the main process",
+    }))
