@@ -12,6 +12,7 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 from minidataloader.demo import ch13_capstone as capstone
+from minidataloader.exercises.milestones.ch13 import StandInPin, library
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -91,8 +92,6 @@ def test_random_shift_moves_the_digit_and_fills_with_black():
 def test_the_pinning_path_with_persistent_workers_gives_torchs_losses():
     """The runs as milestone 13 runs them: persistent workers, and each batch through a
     stand-in pin function (the package's pin thread; torch's batches as torch yields them)."""
-    from minidataloader.exercises.milestones.ch13 import StandInPin, library
-
     pins = {"torch": StandInPin(), "ours": StandInPin()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pin_memory without an accelerator

@@ -2,7 +2,9 @@
 
 ``WorkerSafeNoise`` runs inside real worker processes of minidataloader's DataLoader, started
 with fork (the checker itself runs in a forked child, and only fork hands the reader's
-notebook code to a worker without pickling it).
+notebook code to a worker without pickling it). So does ``AssembledLoader``, the learner's
+loader made of the learner's own pieces (imported from ``myloader`` in the workbook), held to
+torch's ``DataLoader`` with the same arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ._framework import Case, Exercise, register, take
 from ._questions import Choice, Prediction
 from .ch06 import mark_pinned
 from .milestones import LOADER_INTERNALS
+from .milestones.ch13 import TorchLoader
 from .solutions import ch13 as solutions
 
 
@@ -302,8 +305,6 @@ def torch_assembled(dataset, batch_size=1, shuffle=False, drop_last=False, gener
                     multiprocessing_context=None):
     """The oracle: torch's DataLoader with the same arguments, each batch it yields through
     ``pin_fn`` (where torch pins it, on a machine with an accelerator)."""
-    from .milestones.ch13 import TorchLoader
-
     with _quiet_loader_warnings():
         loader = TorchLoader(dataset, batch_size=batch_size, shuffle=shuffle,
                              drop_last=drop_last, generator=generator, num_workers=num_workers,
