@@ -12,6 +12,7 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 from minidataloader.demo import ch13_capstone as capstone
+from minidataloader.exercises.milestones.ch13 import StandInPin, library
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -86,3 +87,17 @@ def test_random_shift_moves_the_digit_and_fills_with_black():
             if 0 <= y - dy < 4 and 0 <= x - dx < 4:
                 expected[0, y, x] = image[0, y - dy, x - dx] / 255
     assert shifted.dtype == torch.float32 and torch.equal(shifted, expected)
+
+
+def test_the_pinning_path_with_persistent_workers_gives_torchs_losses():
+    """The runs as milestone 13 runs them: persistent workers, and each batch through a
+    stand-in pin function (the package's pin thread; torch's batches as torch yields them)."""
+    pins = {"torch": StandInPin(), "ours": StandInPin()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pin_memory without an accelerator
+        theirs = capstone.train_digits(library(tud), epochs=2, persistent_workers=True,
+                                       pin_fn=pins["torch"], multiprocessing_context="fork")
+        ours = capstone.train_digits(mdl, epochs=2, persistent_workers=True,
+                                     pin_fn=pins["ours"], multiprocessing_context="fork")
+    assert_same_run(theirs, ours)
+    assert pins["ours"].batches == pins["torch"].batches == len(ours.losses)

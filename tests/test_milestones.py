@@ -153,10 +153,8 @@ def test_an_iterator_that_leaves_processes_behind_leaves_none_after_the_mileston
     wait_gone(pids, within=5.0)  # a killed process takes a moment to go
 
 
-def test_part_two_milestones_are_declared_and_say_so(tmp_path):
+def test_the_milestones_are_declared(tmp_path):
     assert set(milestones()) == {5, 7, 10, 13}
-    verdict = milestone(13, solved(tmp_path))
-    assert verdict.status == "not attempted" and "not written yet" in verdict.summary
     assert milestone(6, solved(tmp_path)).summary.startswith("there is no milestone 6")
 
 
@@ -248,3 +246,64 @@ def test_a_loader_with_workers_that_delegates_to_torch_is_refused(tmp_path):
     text = timed_milestone(7, package, 90 + SLACK)
     assert "your code used torch.utils.data.DataLoader" in text
     assert "look at your DataLoader, in myloader/dataloader.py" in text
+
+
+# ---------------------------------------------------------------------------------------
+# Milestone 13: the capstone's training runs, persistent workers and the pinning path
+
+
+def test_the_reference_pieces_pass_milestone_13(tmp_path):
+    verdict = milestone(13, solved(tmp_path, 13))
+    assert verdict.passed, str(verdict)
+    text = str(verdict)
+    assert "all 20 pass their checks" in text
+    assert "Run 1: the diabetes network, loss for loss: the same as torch" in text
+    assert "Run 2: digits, augmented in the workers: the same as torch" in text
+
+
+def test_the_reference_pieces_pass_milestone_13_from_a_terminal_with_spawn(tmp_path):
+    package = solved(tmp_path, 13)
+    done = subprocess.run([sys.executable, "-m", "minidataloader.exercises.milestones", "13",
+                           str(package), "--start-method", "spawn"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("✔ passed: milestone 13")
+
+
+def test_persistent_workers_reseeded_every_epoch_are_named(tmp_path):
+    """A _reset that draws a new base seed: the pieces' own checks pass, but the run's
+    global generator is one draw ahead from the second epoch on."""
+    package = broken_in(tmp_path, 13, "MultiProcessIterator, guarded",
+                        "        self.indices = iter(self.index_sampler)\n",
+                        "        self.indices = iter(self.index_sampler)\n"
+                        "        if not first_iter:\n"
+                        "            self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
+                        "                generator=loader.generator).item()\n")
+    text = timed_milestone(13, package, 120 + SLACK)
+    assert "all 20 pass their checks" in text and "✘ Run 1: the diabetes network" in text
+    assert "the loss of every step[20]" in text  # the first step of the second epoch
+    assert "with the reference MultiProcessIterator in place of yours" in text
+
+
+def test_a_pin_path_that_is_skipped_is_named(tmp_path):
+    package = broken_in(tmp_path, 13, "MultiProcessIterator, guarded",
+                        'pin_fn = getattr(loader, "_pin_memory_fn", None)', "pin_fn = None")
+    text = timed_milestone(13, package, 120 + SLACK)
+    assert "batches given to the pin function: expected 60, got 0" in text
+    assert "look at your MultiProcessIterator, in myloader/dataloader.py" in text
+
+
+def test_a_loader_that_delegates_pinned_runs_to_torch_is_refused(tmp_path):
+    """Delegation only where the pieces' checks do not go (a pinned loader): the runs'
+    tripwires catch it."""
+    package = broken_in(tmp_path, 13, "DataLoader, persistent",
+                        "        if not self.persistent_workers:\n",
+                        "        if self.pin_memory:\n"
+                        "            import torch.utils.data\n"
+                        "            return iter(torch.utils.data.DataLoader(\n"
+                        "                self.dataset, batch_sampler=self.batch_sampler,\n"
+                        "                num_workers=self.num_workers, collate_fn=self.collate_fn))\n"
+                        "        if not self.persistent_workers:\n")
+    text = timed_milestone(13, package, 120 + SLACK)
+    assert "all 20 pass their checks" in text
+    assert "your code used torch.utils.data.DataLoader" in text

@@ -155,19 +155,28 @@ def fit(model, criterion, optimizer, train_loader, val_loader, epochs: int,
     return run
 
 
+def pinned_by(loader, pin_fn):
+    """The loader, on the pinning path with ``pin_fn`` as its pin function (chapter 9's
+    hook, ``_pin_memory_fn``): a machine without an accelerator takes that path too."""
+    if pin_fn is not None:
+        loader._pin_memory_fn = pin_fn
+    return loader
+
+
 def train_diabetes(data, epochs: int = 10, num_workers: int = 2,
-                   seed: int = 0, multiprocessing_context=None) -> Run:
+                   seed: int = 0, multiprocessing_context=None, pin_fn=None) -> Run:
     """Chapter 1's diabetes network, every random draw from torch's global
     generator: the split, the starting weights, each epoch's shuffle and the
-    loader's base seeds. The workers persist from one epoch to the next."""
+    loader's base seeds. The workers persist from one epoch to the next.
+    ``pin_fn``: the training loader pins its batches with it (see :func:`pinned_by`)."""
     seed_everything(seed)
     dataset = DiabetesDataset()
     train_set, val_set = data.random_split(dataset, [0.8, 0.2])
     dataset.transform = Standardize.fit(dataset.features[train_set.indices])
-    train_loader = data.DataLoader(
+    train_loader = pinned_by(data.DataLoader(
         train_set, batch_size=32, shuffle=True, num_workers=num_workers,
-        persistent_workers=num_workers > 0,
-        multiprocessing_context=multiprocessing_context)
+        persistent_workers=num_workers > 0, pin_memory=pin_fn is not None,
+        multiprocessing_context=multiprocessing_context), pin_fn)
     val_loader = data.DataLoader(val_set, batch_size=64)
     model = diabetes_model()
     criterion = torch.nn.BCELoss(reduction="mean")  # not size_average=True
@@ -178,11 +187,12 @@ def train_diabetes(data, epochs: int = 10, num_workers: int = 2,
 
 
 def train_digits(data, epochs: int = 3, num_workers: int = 2,
-                 seed: int = 0, multiprocessing_context=None) -> Run:
+                 seed: int = 0, multiprocessing_context=None,
+                 persistent_workers: bool = False, pin_fn=None) -> Run:
     """A digits classifier on 80% of the images, each shifted at random in the
     loader's workers, validated on the other 20%. The split and the shuffles come
     from a generator of the script's own; the starting weights and dropout from
-    the global one."""
+    the global one. ``pin_fn``: the training loader pins its batches with it."""
     seed_everything(seed)
     generator = torch.Generator().manual_seed(seed)
     shifted = DigitsDataset(transform=RandomShift())
@@ -191,9 +201,11 @@ def train_digits(data, epochs: int = 3, num_workers: int = 2,
                                              generator=generator)
     train_set = data.Subset(shifted, train_rows.indices)
     val_set = data.Subset(plain, val_rows.indices)
-    train_loader = data.DataLoader(
+    train_loader = pinned_by(data.DataLoader(
         train_set, batch_size=32, shuffle=True, generator=generator,
-        num_workers=num_workers, multiprocessing_context=multiprocessing_context)
+        num_workers=num_workers, persistent_workers=persistent_workers,
+        pin_memory=pin_fn is not None,
+        multiprocessing_context=multiprocessing_context), pin_fn)
     val_loader = data.DataLoader(val_set, batch_size=100)
     model = digits_model()
     criterion = torch.nn.CrossEntropyLoss()

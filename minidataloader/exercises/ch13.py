@@ -2,13 +2,16 @@
 
 ``WorkerSafeNoise`` runs inside real worker processes of minidataloader's DataLoader, started
 with fork (the checker itself runs in a forked child, and only fork hands the reader's
-notebook code to a worker without pickling it).
+notebook code to a worker without pickling it). So does ``AssembledLoader``, the learner's
+loader made of the learner's own pieces (imported from ``myloader`` in the workbook), held to
+torch's ``DataLoader`` with the same arguments.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import warnings
 
 import torch
@@ -18,6 +21,10 @@ import minidataloader as mdl
 
 from ._compare import difference
 from ._framework import Case, Exercise, register, take
+from ._questions import Choice, Prediction
+from .ch06 import mark_pinned
+from .milestones import LOADER_INTERNALS
+from .milestones.ch13 import TorchLoader
 from .solutions import ch13 as solutions
 
 
@@ -271,12 +278,12 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
-# A DataLoader assembled from the pieces
+# Your loader, assembled from your pieces: workers that persist, and the pinning path
 
 
-class Pairs(mdl.Dataset):
-    """Sample i is ``(i * i, tensor([i, -i]))``: an int and a tensor, so that collating
-    gives a list of two tensors."""
+class Shaken(mdl.Dataset):
+    """Sample i is ``(i, a number drawn from torch's global generator)``: read in a worker,
+    the number shows how that worker was seeded and how many samples it read before."""
 
     def __init__(self, n: int):
         self.n = n
@@ -287,55 +294,93 @@ class Pairs(mdl.Dataset):
     def __getitem__(self, i):
         if not 0 <= i < self.n:
             raise IndexError(f"index {i} out of range for {self.n} samples")
-        return i * i, torch.tensor([i, -i])
+        return i, torch.randint(0, 2**20, ())
+
+    def __repr__(self):
+        return f"a dataset of {self.n} samples (i, a number drawn where it is read)"
+
+
+def torch_assembled(dataset, batch_size=1, shuffle=False, drop_last=False, generator=None,
+                    num_workers=0, persistent_workers=False, pin_fn=None,
+                    multiprocessing_context=None):
+    """The oracle: torch's DataLoader with the same arguments, each batch it yields through
+    ``pin_fn`` (where torch pins it, on a machine with an accelerator)."""
+    with _quiet_loader_warnings():
+        loader = TorchLoader(dataset, batch_size=batch_size, shuffle=shuffle,
+                             drop_last=drop_last, generator=generator, num_workers=num_workers,
+                             persistent_workers=persistent_workers,
+                             multiprocessing_context=multiprocessing_context)
+    if pin_fn is not None:
+        loader._pin_memory_fn = pin_fn
+    return loader
 
 
 def _use_loader(implementation, case: Case) -> dict:
     spec = dict(case.inputs)
-    size = spec.pop("size")
+    size, epochs, stop_after = spec.pop("size"), spec.pop("epochs"), spec.pop("stop_after")
     generator_seed = spec.pop("generator_seed")
     generator = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
-    loader = implementation(Pairs(size), generator=generator, **spec)
-    seen = {"len(loader)": len(loader)}
-    for epoch in (1, 2):
-        batches = iter(loader)
-        seen[f"epoch {epoch}: torch.rand(1) drawn between iter(loader) and the first batch"] = \
-            torch.rand(1)
-        seen[f"epoch {epoch}"] = take(batches, size + 1)
-    seen["torch.rand(2) afterwards (the global generator)"] = torch.rand(2)
-    if generator is not None:
-        seen["torch.rand(2, generator=generator) afterwards"] = torch.rand(2, generator=generator)
+    if spec.pop("pinned"):
+        spec["pin_fn"] = mark_pinned
+    with _quiet_loader_warnings():
+        loader = implementation(Shaken(size), generator=generator, **spec)
+        seen = {"len(loader)": len(loader)}
+        for epoch in range(1, epochs + 1):
+            batches = iter(loader)
+            seen[f"epoch {epoch}: torch.rand(1) drawn between iter(loader) and the first "
+                 f"batch"] = torch.rand(1)
+            if epoch == 1 and stop_after is not None:
+                seen["epoch 1, left after"] = list(itertools.islice(batches, stop_after))
+                continue
+            seen[f"epoch {epoch}"] = take(batches, size + 1)
+        seen["torch.rand(2) afterwards (the global generator)"] = torch.rand(2)
+        if generator is not None:
+            seen["torch.rand(2, generator=generator) afterwards"] = torch.rand(
+                2, generator=generator)
+    del batches, loader  # workers that persist stop with the loader's iterator
     return seen
 
 
 def _loader_cases() -> list[Case]:
-    def case(size, batch_size, hint, shuffle=False, drop_last=False, generator_seed=None):
+    def case(hint, tier, size=10, batch_size=3, shuffle=True, drop_last=False,
+             generator_seed=None, num_workers=2, persistent_workers=False, pinned=False,
+             epochs=2, stop_after=None):
         arguments = {"size": size, "batch_size": batch_size, "shuffle": shuffle,
-                     "drop_last": drop_last, "generator_seed": generator_seed}
-        generator = ("no generator" if generator_seed is None
-                     else f"generator=torch.Generator().manual_seed({generator_seed})")
-        return Case(arguments, hint=hint,
-                    description=f"AssembledLoader(a dataset of {size} pairs, batch_size="
-                                f"{batch_size}, shuffle={shuffle}, drop_last={drop_last}, "
-                                f"{generator}), two epochs")
+                     "drop_last": drop_last, "generator_seed": generator_seed,
+                     "num_workers": num_workers, "persistent_workers": persistent_workers,
+                     "pinned": pinned, "multiprocessing_context": "fork" if num_workers else None,
+                     "epochs": epochs, "stop_after": stop_after}
+        shown = [f"batch_size={batch_size}", f"shuffle={shuffle}"]
+        shown += ["drop_last=True"] * drop_last
+        shown += [f"generator=torch.Generator().manual_seed({generator_seed})"] * (
+            generator_seed is not None)
+        shown += [f"num_workers={num_workers}"]
+        shown += ["persistent_workers=True"] * persistent_workers
+        shown += ["pin_fn=mark_pinned"] * pinned
+        left = (f"; the first epoch left after {stop_after} batches (break)"
+                if stop_after is not None else "")
+        return Case(arguments, hint=hint, tier=tier,
+                    description=f"AssembledLoader({Shaken(size)!r}, {', '.join(shown)}); "
+                                f"{epochs} epochs{left}")
 
     return [
-        case(10, 4, "in order: batches of 4, 4 and 2, collated with default_collate; and "
-                    "every iter() draws ONE number from the global generator at once (the base "
-                    "seed torch's loader draws for its workers, even with no workers): a "
-                    "generator function's body would draw it only at the first next()"),
-        case(10, 3, "drop_last=True: 3 batches of 3; the 10th sample is not used",
-             drop_last=True),
-        case(10, 4, "with a generator, every epoch draws from it, in torch's order: the base "
-                    "seed, then torch.randperm(n) for the order, then one more "
-                    "torch.randperm(n) that is not used (RandomSampler's empty head)",
-             shuffle=True, generator_seed=0),
-        case(9, 2, "without a generator, the order comes from a generator seeded by one "
-                   "draw from the global generator, made at the first next() (after the draw "
-                   "the check makes between iter() and the first batch), as RandomSampler does",
-             shuffle=True, drop_last=True),
-        case(0, 3, "an empty dataset: no batches, but the base seed is still drawn",
-             generator_seed=1),
+        case("no workers: your SingleProcessIterator; without a pin thread every batch goes "
+             "through pin_fn in this process, as it is handed out", 2, num_workers=0,
+             pinned=True, generator_seed=0),
+        case("workers that do not persist: a new MultiProcessIterator every epoch, so a new "
+             "base seed (from the global generator: no generator here) and new workers", 2),
+        case("persistent workers: ONE MultiProcessIterator for the whole run, made by the "
+             "first iter(); every later iter() resets it (no new base seed: each worker's "
+             "generator goes on where it stopped)", 3, persistent_workers=True,
+             generator_seed=1, epochs=3),
+        case("persistent workers and a pin thread: each batch through pin_fn once, in the pin "
+             "thread your iterator starts when the loader has a _pin_memory_fn", 3,
+             persistent_workers=True, pinned=True, drop_last=True, size=11, epochs=3),
+        case("an epoch left after two batches (break) with persistent workers: the next iter() "
+             "resets the same iterator, whose handshake throws away what the last epoch left "
+             "in flight", 3, persistent_workers=True, generator_seed=2, stop_after=2, epochs=3),
+        case("three workers, no generator: len(loader) and the batches as torch's", 1,
+             num_workers=3, batch_size=4, size=13, shuffle=False),
     ]
 
 
@@ -343,10 +388,66 @@ register(Exercise(
     reference=solutions.AssembledLoader,
     cases=_loader_cases,
     run=_use_loader,
-    hint=("__iter__ draws the base seed with torch.empty((), dtype=torch.int64).random_("
-          "generator=self.generator) and returns a generator (a method with yield) that draws "
-          "the order (as RandomSampler does) and yields default_collate of each batch"),
-    oracle=lambda dataset, **arguments: DataLoader(dataset, **arguments),
-    allowed=("Dataset", "IterableDataset", "Sampler", "default_collate"),
-    time_limit=3.0,
+    hint=("your iterators take the loader and read what they need from it: give them every "
+          "attribute they read; persistent workers keep one iterator and reset it; without "
+          "workers, pin in this process"),
+    oracle=torch_assembled,
+    # your own pieces, not the loader they already make: assemble it yourself
+    forbidden=(*LOADER_INTERNALS, "myloader.DataLoader", "myloader.dataloader.DataLoader"),
+    time_limit=40.0,
 ))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+def _base_seeds_of_persistent_workers() -> int:
+    """The real thing: torch's loader with persistent workers, three epochs, the base seeds
+    its iterators draw in this process counted."""
+    from ..demo.ch13_capstone import seed_draws
+
+    with _quiet_loader_warnings():
+        loader = DataLoader(range(8), batch_size=4, num_workers=2, persistent_workers=True)
+        with seed_draws() as counts:
+            for _ in range(3):
+                list(loader)
+    del loader
+    return counts["__init__", "_MultiProcessingDataLoaderIter"]
+
+
+register(Prediction(
+    "ch13-persistent-base-seeds", measure=_base_seeds_of_persistent_workers,
+    why="one: the first epoch makes the iterator and its workers, which draws the base seed; "
+        "the later epochs reset that iterator and draw none",
+    mistakes={3: "a new iterator draws a base seed, but with persistent workers the loader "
+                 "keeps its iterator: the second and third epochs reset it, without a draw",
+              0: "the workers need a seed: the first iterator draws one, in the main process",
+              2: "one base seed per worker? No: one per iterator; each worker adds its id"},
+))
+
+register(Choice(
+    "ch13-augmentation-proves-seeds", answer="c", why={
+        "a": "the order of the samples comes from the sampler, in the main process: the same "
+             "order with different worker seeds would give different shifts, and losses",
+        "b": "RandomShift runs where the sample is read: with num_workers=2, in the workers",
+        "d": "fork or spawn, torch seeds each worker with base_seed + worker_id: the start "
+             "method does not decide the shifts",
+    }))
+
+register(Choice(
+    "ch13-three-workers", answer="b", why={
+        "a": "batch 0 goes to worker 0 with two workers or three, seeded base_seed + 0 both "
+             "times: its shifts, and its loss, are the same",
+        "c": "batch 2 goes to worker 2 with three workers, but to worker 0 with two: its "
+             "shifts differ already",
+        "d": "the samples of each batch are the same, but the shifts of a batch depend on the "
+             "worker that reads it",
+    }))
+
+register(Choice(
+    "ch13-torch-file", answer="b", why={
+        "a": "dataloader.py starts the workers and talks to them, but what runs inside one is "
+             "elsewhere",
+        "c": "signal_handling.py notices dead workers from the main process; it seeds nothing",
+        "d": "sampler.py makes the indices, in the main process",
+    }))

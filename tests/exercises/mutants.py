@@ -854,32 +854,21 @@ CH13 = [
     m("WorkerSafeNoise", "adds the noise to the image in place",
       [("return image + 0.1 * noise", "return image.add_(0.1 * noise)")],
       "images are still zeros"),
-    m("AssembledLoader", "draws the base seed at the first next()",
-      [("        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n"
-        "        return self._batches()  # the rest happens at the first next(), as in a sampler\n\n"
-        "    def _batches(self):\n",
-        "        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n")],
-      "at once"),
-    m("AssembledLoader", "draws the order at iter()",
-      [("        return self._batches()  # the rest happens at the first next(), as in a sampler\n",
-        "        order = self._order()\n        return self._batches(order)\n\n    def _order(self):\n"
-        "        n = len(self.dataset)\n        if not self.shuffle:\n            return list(range(n))\n"
-        "        generator = self.generator\n        if generator is None:\n"
-        "            seed = int(torch.empty((), dtype=torch.int64).random_().item())\n"
-        "            generator = torch.Generator().manual_seed(seed)\n"
-        "        order = torch.randperm(n, generator=generator).tolist()\n"
-        "        torch.randperm(n, generator=generator)\n        return order\n"),
-       ("    def _batches(self):\n        n = len(self.dataset)\n", "    def _batches(self, order):\n        n = len(self.dataset)\n"),
-       ("            order = torch.randperm(n, generator=generator).tolist()  # 3. the order\n"
-        "            torch.randperm(n, generator=generator)  # 4. drawn, never used\n", "            pass\n"),
-       ("        else:\n            order = list(range(n))\n", "")],
-      "at the first next()"),
-    m("AssembledLoader", "skips the unused permutation",
-      [("            torch.randperm(n, generator=generator)  # 4. drawn, never used\n", "")],
-      "one more torch.randperm(n) that is not used"),
-    m("AssembledLoader", "forgets the base seed",
-      [("        torch.empty((), dtype=torch.int64).random_(generator=self.generator)\n", "")],
-      "base seed"),
+    m("AssembledLoader", "starts new workers every epoch when they persist",
+      [("        if not self.persistent_workers:\n", "        if True:\n")],
+      "ONE MultiProcessIterator"),
+    m("AssembledLoader", "pins nothing without workers",
+      [("return batches if pin_fn is None else map(pin_fn, batches)", "return batches")],
+      "through pin_fn in this process"),
+    m("AssembledLoader", "gives the workers' iterator no pin function",
+      [("        self._pin_memory_fn = pin_fn  # the pin thread calls it (chapter 9)\n",
+        "        self._pin_memory_fn = pin_fn if num_workers == 0 else None\n")],
+      "in the pin thread"),
+    m("AssembledLoader", "delegates to torch's DataLoader",
+      [("            return MultiProcessIterator(self)\n",
+        "            return iter(DataLoader(self.dataset, batch_sampler=self.batch_sampler,\n"
+        "                                   num_workers=self.num_workers))\n")],
+      "your code used torch.utils.data.DataLoader"),
 ]
 
 CH14 = [

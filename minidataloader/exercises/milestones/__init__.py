@@ -40,7 +40,7 @@ import torch.utils.data
 from .. import _check
 from .._check import shown, verdict_of
 from .._compare import Raised, difference
-from .._framework import Case, Exercise
+from .._framework import BASE_CLASSES, Case, Exercise
 from .._sandbox import CAN_FORK, run_forked, run_inline, seed_everything
 from .._verdict import _COLOURS, _MARK, FAILED, IF_IN_DOUBT, NOT_ATTEMPTED, PASSED, Verdict
 from ..learner import (
@@ -82,6 +82,7 @@ class Suite:
                ``DataLoader``). An exception escaping it is the observation (compared by
                type). It runs with the global RNGs seeded alike for both.
     describe   ``describe(spec)`` -> the case in words, for the verdict
+    allowed    the public loader pieces the learner's code may call (``Exercise.allowed``)
     """
 
     name: str
@@ -90,18 +91,17 @@ class Suite:
     describe: Callable[[Any], str]
     time_limit: float = 30.0
     hint: str = ""
+    allowed: tuple[str, ...] = BASE_CLASSES
 
 
 @dataclass
 class Milestone:
     """``number`` is the chapter whose workbook ends with it: the pieces of chapters up to
-    that one are checked first, then the suites. ``planned`` says what a milestone that is
-    not written yet will check."""
+    that one are checked first, then the suites."""
 
     number: int
     title: str
     suites: list[Suite] = field(default_factory=list)
-    planned: str = ""
 
 
 MILESTONES: dict[int, Milestone] = {}
@@ -114,7 +114,7 @@ def register_milestone(milestone: Milestone) -> Milestone:
 
 def milestones() -> dict[int, Milestone]:
     """Every milestone, by number (the chapters' modules register theirs when imported)."""
-    for name in ("ch05", "ch07", "ch10", "planned"):
+    for name in ("ch05", "ch07", "ch10", "ch13"):
         importlib.import_module(f"{__package__}.{name}")
     return dict(sorted(MILESTONES.items()))
 
@@ -215,10 +215,6 @@ def _milestone(number: int, package: str | pathlib.Path | None) -> MilestoneVerd
     path = pathlib.Path(package) if package is not None else find_package()
     path = path.resolve()
     verdict = MilestoneVerdict(number, stone.title, FAILED, "", package=str(path))
-    if stone.planned and not stone.suites:
-        verdict.status = NOT_ATTEMPTED
-        verdict.summary = f"this milestone is not written yet. It will check: {stone.planned}"
-        return verdict
     if not (path / "__init__.py").exists():
         verdict.summary = (f"there is no package at {path}: run a workbook's first cell, or "
                            f"python -m minidataloader.exercises.learner create --path {path}")
@@ -315,7 +311,8 @@ def _as_exercise(suite: Suite, specs: list) -> tuple[Exercise, list[Case]]:
                                        for spec in specs],
                         run=lambda data, case: suite.observe(data, case.inputs["spec"]),
                         time_limit=suite.time_limit, hint=suite.hint,
-                        forbidden=LOADER_INTERNALS, name=suite.name, chapter="milestone")
+                        forbidden=LOADER_INTERNALS, allowed=suite.allowed, name=suite.name,
+                        chapter="milestone")
     return exercise, exercise.cases()
 
 
@@ -327,7 +324,8 @@ def _run_suite(suite: Suite, package, pieces: dict[str, Exercise], path) -> Step
     report = run_forked(body, suite.time_limit) if CAN_FORK else run_inline(body)
     found = _check._judge(exercise, cases, expected, report)
     if found.passed:
-        return Step(suite.name, PASSED, f"the same as torch on all {len(cases)} cases")
+        return Step(suite.name, PASSED, f"the same as torch on all {len(cases)} cases"
+                    if len(cases) > 1 else "the same as torch")
     step = Step(suite.name, FAILED, found.summary.replace(f"{suite.name}: ", ""),
                 rows=_rows(found))
     failed = _first_failing(report)

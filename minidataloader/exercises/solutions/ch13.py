@@ -1,9 +1,18 @@
-"""Chapter 13 (capstone): model solutions."""
+"""Chapter 13 (capstone): model solutions.
+
+``AssembledLoader`` is written from the learner's own pieces: the names below come from the
+reference pieces here, from ``myloader`` in the workbook (its first cell imports them).
+"""
 
 import torch
-from torch.utils.data import DataLoader, TensorDataset, default_collate, random_split
+from torch.utils.data import DataLoader, TensorDataset, random_split
 
 import minidataloader as mdl
+
+from .ch03 import BatchSampler, RandomSampler, SequentialSampler
+from .ch04 import default_collate
+from .ch05 import SingleProcessIterator
+from .ch10 import MultiProcessIterator
 
 
 def build_pipeline(features, labels, seed):
@@ -53,36 +62,41 @@ class WorkerSafeNoise:
 
 class AssembledLoader:
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False,
-                 generator=None):
+                 generator=None, num_workers=0, persistent_workers=False, pin_fn=None,
+                 multiprocessing_context=None):
         self.dataset = dataset
         self.batch_size = batch_size
-        self.shuffle = shuffle
         self.drop_last = drop_last
         self.generator = generator
+        # the parts, as a DataLoader chooses them
+        self.sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                        else SequentialSampler(dataset))
+        self.batch_sampler = BatchSampler(self.sampler, batch_size, drop_last)
+        self.collate_fn = default_collate
+        # everything else the iterators read, at a DataLoader's defaults
+        self.num_workers = num_workers
+        self.prefetch_factor = 2 if num_workers > 0 else None
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.worker_init_fn = None
+        self.timeout = 0
+        self.in_order = True
+        self.pin_memory = pin_fn is not None
+        self._pin_memory_fn = pin_fn  # the pin thread calls it (chapter 9)
+        self._iterator = None  # the one iterator of persistent workers
 
     def __len__(self):
-        if self.drop_last:
-            return len(self.dataset) // self.batch_size
-        return -(-len(self.dataset) // self.batch_size)
+        return len(self.batch_sampler)
 
     def __iter__(self):
-        # 1. the base seed for workers: drawn by iter(), every epoch, workers or not
-        torch.empty((), dtype=torch.int64).random_(generator=self.generator)
-        return self._batches()  # the rest happens at the first next(), as in a sampler
-
-    def _batches(self):
-        n = len(self.dataset)
-        if self.shuffle:
-            generator = self.generator
-            if generator is None:  # 2. one global draw seeds our own generator
-                seed = int(torch.empty((), dtype=torch.int64).random_().item())
-                generator = torch.Generator().manual_seed(seed)
-            order = torch.randperm(n, generator=generator).tolist()  # 3. the order
-            torch.randperm(n, generator=generator)  # 4. drawn, never used
-        else:
-            order = list(range(n))
-        for start in range(0, n, self.batch_size):
-            indices = order[start:start + self.batch_size]
-            if self.drop_last and len(indices) < self.batch_size:
-                return
-            yield default_collate([self.dataset[i] for i in indices])
+        if self.num_workers == 0:  # no pin thread: pinned in this process, batch by batch
+            batches = SingleProcessIterator(self)
+            pin_fn = self._pin_memory_fn
+            return batches if pin_fn is None else map(pin_fn, batches)
+        if not self.persistent_workers:
+            return MultiProcessIterator(self)
+        if self._iterator is None:
+            self._iterator = MultiProcessIterator(self)
+        else:  # the same workers, a new epoch: no new base seed
+            self._iterator._reset(self)
+        return self._iterator
