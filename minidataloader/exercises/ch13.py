@@ -268,10 +268,10 @@ register(Exercise(
     cases=_noise_cases,
     run=_use_noise,
     compare=lambda expected, got: difference(expected, got, tolerance=(1e-5, 1e-6)),
-    hint=("in __call__: info = minidataloader.get_worker_info(); the seed is self.seed when "
-          "info is None, else info.seed. Keep the generator and the seed it was made from; "
-          "make a new torch.Generator().manual_seed(seed) only when they differ. Return "
-          "image + 0.1 * torch.randn(image.shape, generator=...)"),
+    hint=("in __call__, ask get_worker_info() which process you are in: the main process "
+          "uses self.seed, a worker its own seed. Keep the generator and the seed it was made "
+          "from, and make a new one only when the seed differs (a worker's copy was made for "
+          "the main process). Return the image plus 0.1 times noise drawn from it"),
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
     time_limit=4.0,
 ))
