@@ -12,6 +12,7 @@ import time
 import pytest
 
 from minidataloader.bench import load_results, runner, verdict
+from minidataloader.bench.stateful_workloads import WORKLOADS as STATEFUL_WORKLOADS
 from minidataloader.bench.workloads import WORKLOADS, Workload
 
 NAMES = [workload.name for workload in WORKLOADS]
@@ -90,13 +91,16 @@ def test_load_results_reads_the_report_named_by_the_environment(tmp_path, monkey
 
 
 def test_the_committed_full_run_has_the_documented_shape():
-    """Chapter 11 quotes results/full_run.json through load_results(): it must be a full
-    run (not --quick) of every workload, with at least 7 interleaved pairs each."""
+    """Chapters 11 and 14 quote results/full_run.json through load_results(): it must be a
+    full run (not --quick) of every workload, the stateful ones included, with at least 7
+    interleaved pairs each."""
     report = load_results()
-    assert report["quick"] is False
-    assert report["machine"]["cpus_usable"] >= 1
-    assert [row["workload"] for row in report["workloads"]] == NAMES
-    for row in report["workloads"]:
+    stateful = report["stateful"]
+    for part, names in ((report, NAMES), (stateful, [w.name for w in STATEFUL_WORKLOADS])):
+        assert part["quick"] is False
+        assert part["machine"]["cpus_usable"] >= 1
+        assert [row["workload"] for row in part["workloads"]] == names
+    for row in report["workloads"] + stateful["workloads"]:
         assert row["pairs"] >= 7
         assert len(row["torch_runs_s"]) == len(row["mini_runs_s"]) == row["pairs"]
         assert row["speed_ratio"] == pytest.approx(row["torch_s"] / row["mini_s"])
