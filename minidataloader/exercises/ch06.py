@@ -165,9 +165,11 @@ def run_worker(implementation, arguments: tuple, tasks: list, in_a_process: bool
     index_queue, result_queue, done_event = queue.Queue(), queue.Queue(), threading.Event()
     for task in tasks:
         index_queue.put(task)
+    if done_after == 0:
+        done_event.set()  # set before the loop starts, not a moment after: no race
     thread, outcome = start_thread(implementation, (arguments[0], index_queue, result_queue,
                                                     done_event, *arguments[1:]), name="worker")
-    if done_after is not None:
+    if done_after:
         time.sleep(done_after)
         done_event.set()
     returned = finish_thread(thread, outcome, seconds, late.format(seconds=seconds))
@@ -194,6 +196,8 @@ def _worker_in_a_process(implementation, arguments, tasks, seconds, done_after, 
     done_event = context.Event()
     for task in tasks:
         index_queue.put(task)
+    if done_after == 0:
+        done_event.set()  # set before the worker starts, not a moment after: no race
     process = context.Process(target=report_errors, daemon=True, args=(
         implementation, errors, arguments[0], index_queue, result_queue, done_event,
         *arguments[1:]))

@@ -417,7 +417,7 @@ def _stream_iterator_cases() -> list[Case]:
                       "every worker reads the whole stream here: both copies' batches come, "
                       "in turns; when a worker sends StreamEnded, give it no more tasks (None "
                       "lets it leave), send the task to another worker, and skip the batch "
-                      "numbers it still owed", watch=()),
+                      "numbers it still owed; the epoch ends when no worker is left", watch=()),
         iterator_case(("stream", 9, (3, 1)), {"batch_size": 2, "num_workers": 2},
                       "worker 0 has three times as much to read as worker 1: after worker 1's "
                       "stream ends, every task goes to worker 0, until its stream ends too; the "

@@ -486,7 +486,7 @@ CH07 = [
       [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
         "            if isinstance(data, StreamEnded):\n                self._shutdown()\n"
         "                raise StopIteration\n")],
-      "until its stream ends too"),
+      "the epoch ends when no worker is left"),
     m("MultiProcessIterator, streams", "hands a StreamEnded out as a batch",
       [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
         "            if False:\n")],
