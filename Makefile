@@ -59,7 +59,7 @@ lint: setup
 	$(BIN)/ruff check .
 
 unit: setup
-	$(PYTEST) $(XDIST) -m "not browser" tests
+	$(PYTEST) $(XDIST) --durations=25 -m "not browser" tests
 
 browser: setup
 	$(PYTEST) -m browser tests
