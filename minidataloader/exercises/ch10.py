@@ -735,7 +735,7 @@ register(Choice(
 # Check yourself: the second page (shutdown)
 
 register(Choice(
-    "ch10-ctrl-c", answer="b", why={
+    "ch10-ctrl-c-workers", answer="b", why={
         "a": "Ctrl-C signals the whole foreground process group, and the workers are in it",
         "c": "the worker loop catches its KeyboardInterrupt and leaves quietly: the main "
              "process reports the interrupt, once",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 
 import pytest
 
@@ -119,6 +120,15 @@ def test_every_item_is_in_its_chapter_with_its_answer_first(name):
 
 def test_every_item_written_in_a_chapter_is_registered():
     assert set(WRITTEN) <= set(ITEMS)
+
+
+def test_no_item_name_is_also_a_label_of_the_book():
+    """An item's name is a MyST target (`:name:`): a section label ``(name)=`` of the same
+    name anywhere in the book breaks the strict build."""
+    book = workbooks.chapters()[0].parent
+    labels = {label for path in book.glob("*.md")
+              for label in re.findall(r"^\(([\w-]+)\)=$", path.read_text(), flags=re.MULTILINE)}
+    assert not labels & set(ITEMS), sorted(labels & set(ITEMS))
 
 
 @pytest.mark.parametrize("number", CHAPTERS_WITH_ITEMS)
