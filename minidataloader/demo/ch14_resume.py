@@ -25,7 +25,6 @@ import threading
 import time
 
 import torch
-import torch.utils.data as tud
 
 from minidataloader.dataset import Dataset
 from minidataloader.demo.synthetic import FlowDataset, any_worker_info
@@ -47,7 +46,7 @@ class NoisyIndices(Dataset):
         return i, -1 if info is None else info.id, round(torch.rand(()).item(), 4)
 
 
-class ShardStream(tud.IterableDataset):
+class ShardStream(torch.utils.data.IterableDataset):
     """Each worker streams its shard of ``range(n)`` (every ``num_workers``-th number), each
     with noise from its own random state. Stateful: ``state_dict()`` is the position in the
     shard, updated before each sample is yielded (a state is taken between samples). Built
