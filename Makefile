@@ -8,8 +8,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JB     := $(BIN)/jupyter-book
 PYTEST := $(BIN)/python -m pytest
-# Parallel pytest workers: independent tests spread over the cores.
-XDIST  ?= -n 2
+# Parallel pytest workers: independent tests spread over the cores, one more than the two
+# cores CI has: a third of the time the tests wait (time limits, worker start-ups, polls),
+# and a third worker fills those waits.
+XDIST  ?= -n 3
 
 .PHONY: setup book book-strict serve lab test lint unit browser chromium clean workbooks
 
@@ -18,7 +20,7 @@ setup: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "minidataloader needs Python >= 3.10 (the book is tested on 3.11)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

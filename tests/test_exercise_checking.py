@@ -11,6 +11,7 @@ import copy
 import functools
 import importlib
 import inspect
+import multiprocessing
 import os
 import pathlib
 import random
@@ -35,7 +36,9 @@ from minidataloader.exercises.solutions.ch05 import MapFetcher
 
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 SLACK = 5.0  # seconds a verdict may arrive after the time limit: the reference solution runs
-# first (worker processes included), and CI runs two test processes on two busy cores
+# first (worker processes included), and CI runs three test processes on two busy cores
+HANG_LIMIT = 2.0  # the time limit code that never returns is checked with: the child is
+# stopped the same way whatever the limit, and the exercises' own limits add up to minutes
 
 
 # ---------------------------------------------------------------------------------------
@@ -258,15 +261,26 @@ def _wrong_class(exercise: Exercise, reference: type, kind: str) -> type:
     return cls
 
 
-def kinds_for(exercise: Exercise) -> list[str]:
-    kinds = ["raises", "wrong type", "wrong values", "infinite loop", "sleep", "os._exit",
+def kinds_for(exercise: Exercise, sleeps: bool) -> list[str]:
+    """Every kind of wrong code for every exercise; a sleep only for the exercise of each
+    chapter with the longest time limit (its code does the most: workers, threads): the
+    child is stopped as it is for an endless loop, so one sleeping implementation per
+    chapter shows that a hang in that chapter's kind of code is stopped too."""
+    kinds = ["raises", "wrong type", "wrong values", "infinite loop", "os._exit",
              "sys.exit", "10**6 prints", "mutation", "delegation", "stub"]
+    if sleeps:
+        kinds.append("sleep")
     if iterates(exercise.reference):
         kinds.append("infinite generator")
     return kinds
 
 
-ROBUSTNESS = [(name, kind) for name, ex in EXERCISES.items() for kind in kinds_for(ex)]
+SLOWEST_OF_EACH_CHAPTER = {
+    chapter: max((ex.time_limit, name) for name, ex in EXERCISES.items()
+                 if ex.chapter == chapter)[1]
+    for chapter in {ex.chapter for ex in EXERCISES.values()}}
+ROBUSTNESS = [(name, kind) for name, ex in EXERCISES.items()
+              for kind in kinds_for(ex, SLOWEST_OF_EACH_CHAPTER[ex.chapter] == name)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,10 +303,12 @@ def test_the_readme_lists_the_rules_of_every_exercise():
 
 
 @pytest.mark.parametrize(("name", "kind"), ROBUSTNESS, ids=[f"{n}-{k}" for n, k in ROBUSTNESS])
-def test_wrong_code_gets_a_verdict_in_time(name, kind):
+def test_wrong_code_gets_a_verdict_in_time(name, kind, monkeypatch):
     exercise = EXERCISES[name]
     if kind == "mutation" and not has_mutable_input(exercise):
         pytest.skip(f"{name}'s inputs are all immutable: there is nothing to mutate")
+    if kind in ("infinite loop", "sleep"):
+        monkeypatch.setattr(exercise, "time_limit", min(exercise.time_limit, HANG_LIMIT))
     implementation = wrong_code(exercise, kind)
     start = time.monotonic()
     verdict = check(implementation, name=name)
@@ -307,6 +323,80 @@ def test_wrong_code_gets_a_verdict_in_time(name, kind):
         assert verdict.problem or verdict.got or verdict.hint, text
     else:
         assert text.startswith("not attempted yet"), text
+
+
+# ---------------------------------------------------------------------------------------
+# The expected results: computed once for an exercise and its cases, again when either changes
+
+
+def _logging_reference(log: pathlib.Path):
+    """A reference that notes each case it runs in ``log`` (it runs in a child process)."""
+    def reference(n):
+        with open(log, "a") as file:
+            file.write(f"{n} ")
+        return [n, 2 * n]
+
+    return reference
+
+
+def doubled(n):  # the reader's right answer, which notes nothing
+    return [n, 2 * n]
+
+
+def reference_runs(log: pathlib.Path) -> list[int]:
+    return [int(n) for n in log.read_text().split()] if log.exists() else []
+
+
+def test_a_second_check_on_the_same_cases_reuses_the_expected_results(tmp_path):
+    log = tmp_path / "log"
+    register(Exercise(reference=_logging_reference(log), name="test_reused", time_limit=5,
+                      cases=lambda: [Case({"n": 3}), Case({"n": 1})]))
+    assert check(doubled, name="test_reused").passed
+    assert reference_runs(log) == [3, 1]
+    assert check(doubled, name="test_reused").passed
+    assert check(lambda n: [n, n], name="test_reused").status == "failed"
+    assert reference_runs(log) == [3, 1], "the reference ran again for the same cases"
+
+    register(Exercise(reference=_logging_reference(log), name="test_reused", time_limit=5,
+                      cases=lambda: [Case({"n": 3}), Case({"n": 1})]))
+    assert check(doubled, name="test_reused").passed
+    assert reference_runs(log) == [3, 1, 3, 1], "a re-registered exercise reused old results"
+
+
+def test_fresh_inputs_get_fresh_expected_results(tmp_path):
+    log = tmp_path / "log"
+    draws = iter([torch.tensor([5.0]), torch.tensor([7.0]), torch.tensor([7.0])])
+    register(Exercise(reference=_logging_reference(log), name="test_fresh", time_limit=5,
+                      cases=lambda: [Case({"n": int(next(draws))})]))
+    assert check(doubled, name="test_fresh").passed
+    assert check(doubled, name="test_fresh").passed  # 7, not the 5 of the first check
+    assert check(doubled, name="test_fresh").passed
+    assert reference_runs(log) == [5, 7]
+
+
+def test_another_start_method_gets_fresh_expected_results(tmp_path):
+    log = tmp_path / "log"
+    register(Exercise(reference=_logging_reference(log), name="test_start_method", time_limit=5,
+                      cases=lambda: [Case({"n": 4})]))
+    before = multiprocessing.get_start_method(allow_none=True)
+    try:
+        assert check(doubled, name="test_start_method").passed
+        multiprocessing.set_start_method("spawn" if before != "spawn" else "fork", force=True)
+        assert check(doubled, name="test_start_method").passed
+    finally:
+        multiprocessing.set_start_method(before, force=True)
+    assert reference_runs(log) == [4, 4]
+
+
+def test_cases_that_cannot_be_pickled_get_fresh_expected_results(tmp_path):
+    log = tmp_path / "log"
+    register(Exercise(reference=_logging_reference(log), name="test_unpicklable", time_limit=5,
+                      cases=lambda: [Case({"n": 6,
+                                           "lock": multiprocessing.get_context("fork").Lock()})],
+                      run=lambda function, case: function(case.inputs["n"])))
+    assert check(doubled, name="test_unpicklable").passed
+    assert check(doubled, name="test_unpicklable").passed
+    assert reference_runs(log) == [6, 6]
 
 
 # ---------------------------------------------------------------------------------------
