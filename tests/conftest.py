@@ -29,16 +29,10 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 WORKER_FOLDERS = (ROOT / "tests" / "multiprocess", ROOT / "tests" / "stateful")
 
 
-# The files of the longest tests (20-60 s each: whole workbooks in a kernel, milestones):
-# they run first, so that the test workers end together instead of one finishing them alone.
-LONGEST_FIRST = ("test_notebooks.py", "test_milestones.py")
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.parent in WORKER_FOLDERS and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(60))
-    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)  # stable: order kept
 
 
 @pytest.fixture(autouse=True)
