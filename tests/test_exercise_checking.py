@@ -348,9 +348,13 @@ def reference_runs(log: pathlib.Path) -> list[int]:
 
 
 def test_a_second_check_on_the_same_cases_reuses_the_expected_results(tmp_path):
+    """The cases hold a tensor, made afresh by each call of the factory: equal tensors can
+    pickle to different bytes, and must still count as the same case."""
     log = tmp_path / "log"
     register(Exercise(reference=_logging_reference(log), name="test_reused", time_limit=5,
-                      cases=lambda: [Case({"n": 3}), Case({"n": 1})]))
+                      cases=lambda: [Case({"n": 3, "weights": torch.arange(3.0)}),
+                                     Case({"n": 1, "weights": torch.ones(2, 2)})],
+                      run=lambda function, case: function(case.inputs["n"])))
     assert check(doubled, name="test_reused").passed
     assert reference_runs(log) == [3, 1]
     assert check(doubled, name="test_reused").passed
