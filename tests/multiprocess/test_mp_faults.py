@@ -151,7 +151,17 @@ def test_torch_also_raises_runtime_error_for_a_dead_worker():
         return until_error(lib.DataLoader(FaultyDataset(12, at=5, fault="exit"), batch_size=2,
                                           num_workers=2), then_continue=False)[1]
 
-    assert same(scenario).value == "RuntimeError"
+    # torch's own race: its main process can read the dying worker's half-closed pipe before
+    # the watchdog notices the exit, and then raises ConnectionResetError (seen once in CI on
+    # two busy cores). Its answer is what it says when that race does not happen.
+    for attempt in range(3):
+        try:
+            outcome = same(scenario)
+            break
+        except AssertionError as error:
+            if "'ConnectionResetError' vs" not in str(error) or attempt == 2:
+                raise
+    assert outcome.value == "RuntimeError"
 
 
 def test_timeout_with_a_slow_sample():
