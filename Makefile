@@ -9,8 +9,9 @@ STAMP  := $(VENV)/.installed
 JB     := $(BIN)/jupyter-book
 PYTEST := $(BIN)/python -m pytest
 # Parallel pytest workers: independent tests spread over the cores. (Three on CI's two cores
-# were no faster, and made the Ctrl-C tests time out, torch's as well as ours.)
-XDIST  ?= -n 2
+# were no faster, and made the Ctrl-C tests time out, torch's as well as ours.) worksteal: a
+# worker that runs out of tests takes half of the other's, so neither idles at the end.
+XDIST  ?= -n 2 --dist worksteal
 
 .PHONY: setup book book-strict serve lab test lint unit browser chromium clean workbooks
 

@@ -29,10 +29,18 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 WORKER_FOLDERS = (ROOT / "tests" / "multiprocess", ROOT / "tests" / "stateful")
 
 
+# The files of the longest tests (a workbook in a kernel, a whole milestone: 10 to 50 s each).
+# They run first: `make test` spreads tests with xdist's worksteal, where a worker that runs
+# out of tests takes half of what the other has left; with the long ones run early, what is
+# left at the end is short, and neither worker waits long for the other.
+LONGEST_FIRST = (ROOT / "tests" / "test_notebooks.py", ROOT / "tests" / "test_milestones.py")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.parent in WORKER_FOLDERS and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(60))
+    items.sort(key=lambda item: item.path not in LONGEST_FIRST)  # stable: otherwise as collected
 
 
 @pytest.fixture(autouse=True)

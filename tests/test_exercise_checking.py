@@ -476,6 +476,52 @@ def test_what_a_child_sent_just_before_it_ended_is_read(monkeypatch):
     assert report.messages == [("case", 0, "the last outcome")]
 
 
+def test_the_time_limit_counts_from_the_readers_code_not_from_the_fork(monkeypatch):
+    """Forking a big kernel and the child's first steps are the checker's, and on a busy
+    machine they can take much of a short limit: they must not be counted against it."""
+    real_set_num_threads = torch.set_num_threads
+
+    def slow_start(threads):  # the child's setup calls it before the body runs
+        time.sleep(1.5)
+        real_set_num_threads(threads)
+
+    monkeypatch.setattr(torch, "set_num_threads", slow_start)
+    report = run_forked(lambda send, printed: send(("case", 0, "quick")), 1.0)
+    assert report.finished and not report.timed_out, report
+    assert report.messages == [("case", 0, "quick")]
+    assert report.elapsed > 1.5
+
+    def never_ends(send, printed):  # the limit still holds once the body runs
+        send(("start", 0))
+        time.sleep(60)
+
+    report = run_forked(never_ends, 1.0)
+    assert report.timed_out and 1.5 < report.elapsed < 10, report
+
+
+def test_a_parent_kept_off_the_cpu_past_the_deadline_still_reads_done(monkeypatch):
+    """The child finished in time, but the parent wakes only after the deadline: what waits
+    in the pipe is read before the child is called late."""
+    real_select = select.select
+
+    def select_that_sees_nothing_in_time(readers, writers, errors, timeout=None):
+        if timeout:
+            time.sleep(timeout)
+            return [], [], []
+        return real_select(readers, writers, errors, timeout)
+
+    def finishes_then_lingers(send, printed):
+        send(("case", 0, "in time"))
+        send(("done", 0))
+        time.sleep(60)  # alive at the deadline, so waitpid cannot tell the parent it ended
+
+    monkeypatch.setattr(select, "select", select_that_sees_nothing_in_time)
+    monkeypatch.setattr("minidataloader.exercises._sandbox._STARTUP", 0.3)
+    report = run_forked(finishes_then_lingers, 0.3)
+    assert report.finished and not report.timed_out, report
+    assert report.messages == [("case", 0, "in time")]
+
+
 def test_processes_started_by_the_readers_code_are_ended(tmp_path):
     pid_file = tmp_path / "grandchild"
 

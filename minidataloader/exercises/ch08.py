@@ -311,8 +311,9 @@ def _reset_cases() -> list[Case]:
                       "then the prefetch window; the same worker processes every epoch",
                       epochs=(None, 1, None)),
         iterator_case(("stream", 7, (1, 1)), {"batch_size": 2, **persistent},
-                      "streams start again every epoch: a worker whose stream ended is active "
-                      "again after _reset (do not send it None: it stays for the next epoch)",
+                      "streams start again every epoch: resume_workers gives a worker whose "
+                      "stream ended a new fetcher, so it is active again after _reset (do not "
+                      "send it None: it stays for the next epoch)",
                       watch=(), epochs=(None, None)),
         iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
                       "without persistent workers, the end of the epoch still stops them"),
