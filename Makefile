@@ -64,7 +64,7 @@ unit: setup
 	$(PYTEST) $(XDIST) --durations=25 -m "not browser" tests
 
 browser: setup
-	$(PYTEST) -m browser tests
+	$(PYTEST) $(XDIST) -m browser tests
 
 # The browser tests' Chromium: the one MINIDATALOADER_CHROMIUM names ("playwright": Playwright's
 # own, which CI installs), or else Debian's, installed here when we are root (Playwright's own

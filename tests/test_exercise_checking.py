@@ -37,7 +37,7 @@ from minidataloader.exercises.solutions.ch05 import MapFetcher
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 SLACK = 5.0  # seconds a verdict may arrive after the time limit: the reference solution runs
 # first (worker processes included), and CI runs two test processes on two busy cores
-HANG_LIMIT = 2.0  # the time limit code that never returns is checked with: the child is
+HANG_LIMIT = 1.0  # the time limit code that never returns is checked with: the child is
 # stopped the same way whatever the limit, and the exercises' own limits add up to minutes
 
 
