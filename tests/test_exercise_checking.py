@@ -459,18 +459,24 @@ def test_parallel_torch_in_the_readers_code_after_the_kernel_used_its_threads():
     assert run.stdout.split() == ["False", "[('sum',", "4194304.0)]"], run.stdout + run.stderr
 
 
-def test_what_a_child_sent_just_before_it_ended_is_read(monkeypatch):
-    """On a loaded machine the child can send its last messages and "done", and end, between
-    a select of the parent that saw nothing yet and its waitpid: the pipe is read once more."""
+def a_select_that_sees_nothing_in_time(monkeypatch) -> None:
+    """A parent kept off the CPU: each select that waits waits out its timeout and sees
+    nothing, though the child's messages arrive meanwhile; a select that does not wait works."""
     real_select = select.select
 
     def select_that_sees_nothing_in_time(readers, writers, errors, timeout=None):
-        if timeout:  # waits out its timeout, and the child's message arrives just after
+        if timeout:
             time.sleep(timeout)
             return [], [], []
         return real_select(readers, writers, errors, timeout)
 
     monkeypatch.setattr(select, "select", select_that_sees_nothing_in_time)
+
+
+def test_what_a_child_sent_just_before_it_ended_is_read(monkeypatch):
+    """On a loaded machine the child can send its last messages and "done", and end, between
+    a select of the parent that saw nothing yet and its waitpid: the pipe is read once more."""
+    a_select_that_sees_nothing_in_time(monkeypatch)
     report = run_forked(lambda send, printed: send(("case", 0, "the last outcome")), 20)
     assert report.finished and not report.timed_out, report
     assert report.messages == [("case", 0, "the last outcome")]
@@ -502,20 +508,12 @@ def test_the_time_limit_counts_from_the_readers_code_not_from_the_fork(monkeypat
 def test_a_parent_kept_off_the_cpu_past_the_deadline_still_reads_done(monkeypatch):
     """The child finished in time, but the parent wakes only after the deadline: what waits
     in the pipe is read before the child is called late."""
-    real_select = select.select
-
-    def select_that_sees_nothing_in_time(readers, writers, errors, timeout=None):
-        if timeout:
-            time.sleep(timeout)
-            return [], [], []
-        return real_select(readers, writers, errors, timeout)
-
     def finishes_then_lingers(send, printed):
         send(("case", 0, "in time"))
         send(("done", 0))
         time.sleep(60)  # alive at the deadline, so waitpid cannot tell the parent it ended
 
-    monkeypatch.setattr(select, "select", select_that_sees_nothing_in_time)
+    a_select_that_sees_nothing_in_time(monkeypatch)
     monkeypatch.setattr("minidataloader.exercises._sandbox._STARTUP", 0.3)
     report = run_forked(finishes_then_lingers, 0.3)
     assert report.finished and not report.timed_out, report
