@@ -502,7 +502,35 @@ def test_the_time_limit_counts_from_the_readers_code_not_from_the_fork(monkeypat
         time.sleep(60)
 
     report = run_forked(never_ends, 1.0)
-    assert report.timed_out and 1.5 < report.elapsed < 10, report
+    assert report.timed_out and report.ready and 1.5 < report.elapsed < 10, report
+
+
+def test_a_child_stuck_before_the_readers_code_is_started_once_more(monkeypatch, tmp_path):
+    """A child that never got as far as the reader's code (say, a lock another thread of the
+    kernel held at the fork) says nothing about that code: it is killed and run once more."""
+    real_set_num_threads = torch.set_num_threads
+    first_start = tmp_path / "first start"
+
+    def stuck_the_first_time(threads):
+        if not first_start.exists():
+            first_start.touch()
+            time.sleep(60)
+        real_set_num_threads(threads)
+
+    monkeypatch.setattr("minidataloader.exercises._sandbox._STARTUP", 0.5)
+    monkeypatch.setattr(torch, "set_num_threads", stuck_the_first_time)
+    report = run_forked(lambda send, printed: send(("case", 0, "ran")), 1.0)
+    assert report.finished and report.ready and not report.timed_out, report
+    assert report.messages == [("case", 0, "ran")]
+
+    def stuck_always(threads):
+        time.sleep(60)
+
+    monkeypatch.setattr(torch, "set_num_threads", stuck_always)
+    start = time.monotonic()
+    report = run_forked(lambda send, printed: send(("case", 0, "ran")), 1.0)
+    assert report.timed_out and not report.ready and not report.messages, report
+    assert time.monotonic() - start < 5  # twice the startup allowance, not more
 
 
 def test_a_parent_kept_off_the_cpu_past_the_deadline_still_reads_done(monkeypatch):

@@ -12,8 +12,8 @@ to a copy of the kernel that is thrown away:
     pipe, temp file for output  --fork-->   own process group; fds 1, 2 -> temp file;
                                             sys.stdout/err -> capped writers;
                                             tripwires in place of forbidden pieces
-    select() on the pipe         <--pickle--  ("start", i), ("case", i, outcome), ...
-      until "done", EOF, the                ("done", characters printed)
+    select() on the pipe         <--pickle--  ("ready",), ("start", i), ("case", i, outcome),
+      until "done", EOF, the                ..., ("done", characters printed)
       child's exit, or the deadline         os._exit(0): no atexit, no kernel clean-up
     killpg(SIGKILL): the child and anything it started
     waitpid: how it ended
@@ -68,6 +68,7 @@ class ChildReport:
     output: str = ""  # the first OUTPUT_KEPT characters printed
     printed: int = 0  # characters printed in all
     elapsed: float = 0.0
+    ready: bool = False  # the child got as far as running the body
 
 
 # ---------------------------------------------------------------------------------------
@@ -501,7 +502,9 @@ def _child(body: Callable, write_fd: int, output_fd: int) -> None:
 # The limit is the reader's: "your code took longer than 2 s". It counts from the moment the
 # child says it is ready, not from the fork: forking a kernel that holds torch, and the
 # child's first steps, are ours, and on a busy machine they alone can take a good part of a
-# 2 s limit. They get an allowance of their own (_STARTUP), far longer than they ever need.
+# 2 s limit. They get an allowance of their own (_STARTUP), far longer than they ever need;
+# a child not ready by then never ran the reader's code (a lock that another thread of the
+# kernel held at the fork could do that), so it is killed and the run made once more.
 # When the deadline comes the pipe is read once more before the child is called late: a
 # parent that was itself kept off the CPU may find "done" waiting there.
 #
@@ -516,6 +519,13 @@ def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) ->
     "done", ends, or runs out of time (``time_limit`` seconds after it is ready to run the
     body). ``printed()`` is the number of characters printed so far. The child and
     everything it started are gone on return."""
+    report = _run_forked_once(body, time_limit)
+    if report.timed_out and not report.ready:  # stuck before the body: ours, not the reader's
+        report = _run_forked_once(body, time_limit)
+    return report
+
+
+def _run_forked_once(body: Callable[[Callable, Callable], None], time_limit: float) -> ChildReport:
     report = ChildReport()
     output = tempfile.TemporaryFile()
     read_fd, write_fd = os.pipe()
@@ -534,18 +544,21 @@ def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) ->
         while not report.finished:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if _read_available(read_fd, buffer, report):
-                    deadline = time.monotonic() + time_limit  # it said it was ready just now
+                was_ready = report.ready
+                _read_available(read_fd, buffer, report)
+                if report.ready and not was_ready:  # ready just now: its own deadline starts
+                    deadline = time.monotonic() + time_limit
                     continue
-                if not report.finished:
-                    report.timed_out = True
+                report.timed_out = not report.finished
                 break
             if select.select([read_fd], [], [], min(remaining, 0.05))[0]:
                 chunk = os.read(read_fd, 1 << 16)
                 if not chunk:
                     break  # EOF: the child (and anything it started) is gone
                 buffer += chunk
-                if _parse_frames(buffer, report):
+                was_ready = report.ready
+                _parse_frames(buffer, report)
+                if report.ready and not was_ready:
                     deadline = time.monotonic() + time_limit
             else:
                 done, status_now = os.waitpid(pid, os.WNOHANG)
@@ -575,34 +588,30 @@ def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) ->
     return report
 
 
-def _read_available(read_fd: int, buffer: bytearray, report: ChildReport) -> bool:
-    """Read what already waits in the pipe, without waiting; True if "ready" was among it."""
-    ready = False
+def _read_available(read_fd: int, buffer: bytearray, report: ChildReport) -> None:
+    """Read what already waits in the pipe, without waiting."""
     while select.select([read_fd], [], [], 0)[0]:
         chunk = os.read(read_fd, 1 << 16)
         if not chunk:
             break
         buffer += chunk
-        ready = _parse_frames(buffer, report) or ready
-    return ready
+        _parse_frames(buffer, report)
 
 
-def _parse_frames(buffer: bytearray, report: ChildReport) -> bool:
-    """Move the whole frames in ``buffer`` into ``report``; True if one was "ready"."""
-    ready = False
+def _parse_frames(buffer: bytearray, report: ChildReport) -> None:
+    """Move the whole frames in ``buffer`` into ``report``."""
     while len(buffer) >= _HEADER.size:
         (length,) = _HEADER.unpack_from(buffer)
         if len(buffer) < _HEADER.size + length:
-            break
+            return
         message = pickle.loads(bytes(buffer[_HEADER.size:_HEADER.size + length]))
         del buffer[:_HEADER.size + length]
         if message[0] == "done":
             report.finished, report.printed = True, message[1]
         elif message[0] == "ready":
-            ready = True
+            report.ready = True
         else:
             report.messages.append(message)
-    return ready
 
 
 def _wait_briefly(pid: int, seconds: float = 1.0):
