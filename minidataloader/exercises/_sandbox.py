@@ -645,6 +645,7 @@ def run_inline(body: Callable[[Callable, Callable], None]) -> ChildReport:
         sys.stderr = _CappedWriter(kept.append, budget)
         sys.stdin = io.StringIO("")
         try:
+            report.ready = True  # no start of its own: the body runs at once
             body(report.messages.append, lambda: budget.total)
             report.finished = True
         finally:
