@@ -17,11 +17,11 @@ XDIST  ?= -n 2 --dist worksteal
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml course/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 10), "minidataloader needs Python >= 3.10 (the book is tested on 3.11)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . -e course
 	touch $(STAMP)
 
 ## make book: set up and build the book (notebooks executed, results cached between builds)
@@ -40,12 +40,12 @@ serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
 lab: setup
-	$(BIN)/python -m minidataloader.exercises.learner create --path notebooks/myloader
+	$(BIN)/python -m minidataloader_course create --path notebooks/myloader
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 ## make workbooks: write notebooks/NN_*.ipynb from book/NN_*.md (a test fails when they differ)
 workbooks: setup
-	$(BIN)/python -m minidataloader.exercises.workbooks
+	$(BIN)/python -m minidataloader_course.authoring.workbooks
 
 ## make test: set up, then lint, unit tests, the strict book build, the browser tests
 test: setup chromium

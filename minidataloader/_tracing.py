@@ -6,7 +6,7 @@ Every event site in the loader is one call::
 
 and with tracing off that call returns after one check of ``enabled``: the loader's code
 reads as it would without the hook, and costs about a function call per event. A recorder
-(see ``minidataloader.viz.trace``) switches tracing on with :func:`start` and gets every
+(see ``minidataloader_course.viz.trace``) switches tracing on with :func:`start` and gets every
 event as a plain dict.
 
 Events come from three places: the main loop, the pin-memory thread and the worker

@@ -26,14 +26,15 @@ CHROMIUM_ARGS = [
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", ""}
 # Folders whose tests start worker processes (plus bounded joins and subprocess timeouts inside).
-WORKER_FOLDERS = (ROOT / "tests" / "multiprocess", ROOT / "tests" / "stateful")
+WORKER_FOLDERS = (ROOT / "tests" / "library" / "multiprocess", ROOT / "tests" / "library" / "stateful")
 
 
 # The files of the longest tests (a workbook in a kernel, a whole milestone: 10 to 50 s each).
 # They run first: `make test` spreads tests with xdist's worksteal, where a worker that runs
 # out of tests takes half of what the other has left; with the long ones run early, what is
 # left at the end is short, and neither worker waits long for the other.
-LONGEST_FIRST = (ROOT / "tests" / "test_notebooks.py", ROOT / "tests" / "test_milestones.py")
+LONGEST_FIRST = (ROOT / "tests" / "book" / "test_notebooks.py",
+                 ROOT / "tests" / "course" / "test_milestones.py")
 
 
 def pytest_collection_modifyitems(items):
@@ -127,7 +128,7 @@ MUTANT_TEST = "test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule"
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The fraction of wrong answers (tests/exercises/test_mutants.py) the exercise checker
+    """The fraction of wrong answers (tests/course/checker/test_mutants.py) the exercise checker
     refused with a verdict that names the rule: it must be 100 %."""
     reports = [report for outcome in ("passed", "failed")
                for report in terminalreporter.stats.get(outcome, [])

@@ -16,11 +16,35 @@ from dataclasses import dataclass
 
 import torch
 
-from minidataloader.demo.synthetic import SlowDataset
+from minidataloader.dataset import Dataset
 
 LARGE_SHAPE = (3, 224, 224)  # an ImageNet-sized float32 image: 588 KiB
 IO_SECONDS = 0.005  # the latency of one I/O-bound sample
 IO_WORKERS = 4
+
+
+class SlowDataset(Dataset):
+    """``n`` samples; sample ``i`` is ``torch.full(shape, i)`` and takes ``seconds`` to
+    make: asleep (``busy=False``, the CPU is free, as while waiting for a disk) or
+    computing (``busy=True``, one core busy, as while decoding)."""
+
+    def __init__(self, n: int = 64, seconds: float = 0.01, busy: bool = False,
+                 shape: tuple = (16,)):
+        self.n, self.seconds, self.busy, self.shape = n, seconds, busy, tuple(shape)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(f"index {i} out of range for {self.n} samples")
+        if self.busy:
+            end = time.perf_counter() + self.seconds
+            while time.perf_counter() < end:
+                pass
+        elif self.seconds > 0:
+            time.sleep(self.seconds)
+        return torch.full(self.shape, float(i))
 
 
 class OneSlowInTen:

@@ -12,7 +12,7 @@ import threading
 import time
 
 import minidataloader as mdl
-from minidataloader.demo.synthetic import FaultyDataset, SlowDataset
+from minidataloader_course.shared.synthetic import FaultyDataset, SlowDataset
 
 
 def time_to_notice_a_death(trials: int, pinned: bool = False) -> float:

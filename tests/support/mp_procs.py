@@ -1,6 +1,6 @@
 """Helpers for tests that watch processes: run a Python script in a subprocess with a time
 limit, find every process a script started. Whether a pid still runs, waiting until some are
-gone and the other /proc watchers come from :mod:`minidataloader.demo.processes`."""
+gone and the other /proc watchers come from :mod:`minidataloader_course.shared.processes`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import subprocess
 import sys
 
 # One home for the /proc watchers, shared with the book's chapter-10 demonstrations.
-from minidataloader.demo.processes import children, first_line, open_fds, running, wait_gone
+from minidataloader_course.shared.processes import (
+    children,
+    first_line,
+    open_fds,
+    running,
+    wait_gone,
+)
 
 __all__ = ["children", "env", "first_line", "marked", "open_fds", "python", "running", "start",
            "wait_gone"]

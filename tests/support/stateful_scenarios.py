@@ -25,9 +25,9 @@ import torch
 import torch.utils.data as tud
 
 import minidataloader as mdl
-from minidataloader.demo.ch14_resume import plain, through_a_file  # noqa: F401 - scenarios import them from here
-from minidataloader.demo.compare import seed_everything  # noqa: F401 - and this
 from minidataloader.stateful import StatefulDataLoader, rng_states, set_rng_states
+from minidataloader_course.chapters.ch14.resume import plain, through_a_file  # noqa: F401 - scenarios import them from here
+from minidataloader_course.shared.compare import seed_everything  # noqa: F401 - and this
 
 
 def _worker() -> tuple:

@@ -1,0 +1,98 @@
+"""python -m minidataloader_course COMMAND ...
+
+status                 which pieces of your package are still stubs, written in a workbook,
+                       or edited elsewhere
+reset [PIECE ...]      put the stubs back (all pieces, or those named); asks first, keeps a
+                       backup
+milestone N [PACKAGE]  check your package against torch's DataLoader (--start-method M: how
+                       worker processes start)
+create                 make your package from the stubs if it is missing, and add the pieces
+                       the book gained since
+
+Your package is notebooks/myloader (found from here), or the folder --path names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import pathlib
+import sys
+
+from minidataloader_course.learner import STUB, ensure_package, find_package, reset, status
+from minidataloader_course.milestones import milestones, run_milestone
+
+PROG = "python -m minidataloader_course"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--path", type=pathlib.Path,
+                       help="your package (default: notebooks/myloader, found from here)")
+    commands.add_parser("status", parents=[where], help="the state of every piece")
+    reset_ = commands.add_parser("reset", parents=[where], help="put stubs back")
+    reset_.add_argument("pieces", nargs="*", help="only these, e.g. sampler.RandomSampler")
+    reset_.add_argument("--yes", action="store_true", help="reset without asking")
+    milestone = commands.add_parser("milestone", help="check your package against torch")
+    milestone.add_argument("number", type=int, help="the milestone: " + ", ".join(
+        f"{n} ({m.title})" for n, m in milestones().items()))
+    milestone.add_argument("package", nargs="?", type=pathlib.Path,
+                           help="your package's folder (default: notebooks/myloader)")
+    milestone.add_argument("--start-method", choices=["fork", "spawn", "forkserver"],
+                           help="how worker processes start (default: your system's)")
+    commands.add_parser("create", parents=[where], help="make your package if it is missing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    if arguments.command == "milestone":
+        if arguments.start_method:
+            multiprocessing.set_start_method(arguments.start_method, force=True)
+        verdict = run_milestone(arguments.number, arguments.package)
+        print(verdict)
+        return 0 if verdict.passed else 1
+    package = (arguments.path or find_package()).resolve()
+    if arguments.command == "create":
+        added = ensure_package(package)
+        print(f"{package}: " + (f"added {', '.join(added)}" if added else "up to date"))
+        return 0
+    if not (package / "__init__.py").exists():
+        print(f"no package at {package} (make one with: {PROG} create)", file=sys.stderr)
+        return 2
+    pieces = status(package)
+    if arguments.command == "status":
+        width = max(map(len, pieces))
+        for piece, state in pieces.items():
+            print(f"{piece:<{width}}  {state}")
+        return 0
+    return _reset(package, pieces, arguments.pieces, arguments.yes)
+
+
+def _reset(package: pathlib.Path, pieces: dict[str, str], named: list[str], yes: bool) -> int:
+    unknown = [p for p in named if p not in pieces]
+    if unknown:
+        print(f"no such piece: {', '.join(unknown)} (pieces: {', '.join(pieces)})",
+              file=sys.stderr)
+        return 2
+    written = [p for p in named or pieces if pieces[p] != STUB]
+    if written and not yes:
+        print(f"This puts the stubs back in place of {len(written)} piece(s) of yours: "
+              f"{', '.join(written)}.\nA copy of the whole package is kept next to it.")
+        try:
+            answer = input("Reset? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing changed")
+            return 1
+    kept = reset(package, named or None)
+    print(f"reset {package}" + (f"; your previous version is in {kept}" if kept else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,551 @@
+"""The workbooks (``notebooks/NN_slug.ipynb``) are made from the chapters (``book/NN_slug.md``).
+
+    python -m minidataloader_course.authoring.workbooks           # write every workbook
+    python -m minidataloader_course.authoring.workbooks --check   # fail if one differs (what tests run)
+    make workbooks                                         # the same as the first line
+
+A chapter says what its workbook holds; nothing is written twice:
+
+- every ``exercise`` directive becomes "## Exercise k: <title>", its statement, and each of
+  its hints as a collapsed ``<details>`` block (a hint is an ``admonition`` whose class has
+  ``hint``, titled e.g. "Hint 1: a nudge"; the book shows it as a collapsed dropdown);
+- every cell tagged ``workbook`` is copied in the chapter's order. A cell meant for the
+  workbook only also carries ``remove-cell`` (and, for code, ``skip-execution``), so that the
+  book neither shows nor runs it. A markdown cell may hold collapsed admonitions (an
+  experiment's "Discussion", a prediction's "Answer": ``:class: dropdown``), which become
+  collapsed ``<details>`` blocks; no other MyST syntax;
+- every check-yourself item (an ``admonition`` of class ``check-yourself`` titled "Check
+  yourself: ...", with ``:name: chNN-slug``, the name it is registered under, and one
+  collapsed "Answer" admonition inside) becomes "## Check yourself: ...", its question, an
+  answer cell (``answer = None``), ``check_answer("chNN-slug", answer)`` and the Answer as a
+  collapsed ``<details>`` block;
+- the stub of an exercise is a ``workbook`` code cell tagged ``exercise``, after the exercise
+  and before the next one; the generator puts ``check(<name>)`` after it. A stub whose first
+  line is ``%%piece <module>.<Name>`` is a piece of the learner's own loader: its body is left
+  empty in the chapter and filled here from the shipped stub file
+  (``course/minidataloader_course/learner/stubs/<module>.py``), or, when an earlier chapter already
+  asked for that piece, becomes ``%piece <module>.<Name>``: the learner's current version is
+  loaded into the cell to be grown.
+
+A workbook-only cell placed between an exercise (or item) and the next belongs to the first
+one's section: put lead-ins and follow-ups right after the exercise directive (or item), and
+sections of their own (with a "## " heading) before the exercise they lead to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import pathlib
+import re
+import sys
+from dataclasses import dataclass, field
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]  # the clone: course/minidataloader_course/authoring
+WORKBOOK_TAGS = ("workbook", "remove-cell", "skip-execution")
+_EXERCISE = re.compile(r"^````\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^````[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
+_HINT = re.compile(r"^```\{(?:admonition\}[ \t]*(?P<title>[^\n]*)|hint\}[ \t]*)\n"
+                   r"(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)^```[ \t]*$",
+                   re.MULTILINE | re.DOTALL)
+_QUESTION = re.compile(r"^````\{admonition\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)^````[ \t]*$",
+                       re.MULTILINE | re.DOTALL)
+_OPTION = re.compile(r"^:(\w[\w-]*):[ \t]*(.*)$", re.MULTILINE)
+_CHOICE_OPTION = re.compile(r"^- \*\*([a-z])\.\*\*", re.MULTILINE)
+_MYST_ONLY = re.compile(r"(?<!`)\{[a-z][\w:-]*\}`|^```\{|^:::", re.MULTILINE)  # a role, not `{x}`
+_PIECE = re.compile(r"^%%piece[ \t]+(?P<piece>[\w.]+)[ \t]*$")
+
+
+class ChapterError(ValueError):
+    """A chapter breaks the workbook conventions; the message says where and what to do."""
+
+
+@dataclass
+class Hint:
+    title: str
+    body: str
+
+
+@dataclass
+class ExerciseText:
+    title: str
+    label: str
+    statement: str
+    hints: list[Hint]
+
+
+@dataclass
+class QuestionText:
+    """A check-yourself item of a chapter: its title, name, question and Answer."""
+
+    title: str
+    name: str
+    question: str
+    answer: str
+
+
+@dataclass
+class Section:
+    """One exercise, or one check-yourself item, and the workbook cells that follow it (up to
+    the next exercise or item)."""
+
+    exercise: ExerciseText | None = None
+    question: QuestionText | None = None
+    cells: list = field(default_factory=list)  # nbformat cells, as they go into the workbook
+
+
+def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
+    """Split an exercise directive into its label, statement and hints."""
+    options = {}
+    lines = body.split("\n")
+    while lines and lines[0].startswith(":"):
+        match = _OPTION.match(lines.pop(0))
+        if match:
+            options[match.group(1)] = match.group(2)
+    rest = "\n".join(lines)
+    hints, kept, last = [], [], 0
+    for match in _HINT.finditer(rest):
+        classes = dict(_OPTION.findall(match.group("options"))).get("class", "").split()
+        if match.group("title") is not None and "hint" not in classes:
+            continue  # another admonition: part of the statement
+        if "dropdown" not in classes:
+            raise ChapterError(f"{where}: a hint is collapsed until the reader opens it: give "
+                               f"it `:class: dropdown hint`")
+        hints.append(Hint(match.group("title") or "Hint", match.group("body").strip()))
+        kept.append(rest[last:match.start()])
+        last = match.end()
+    kept.append(rest[last:])
+    statement = re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+    for text in [statement] + [hint.body for hint in hints]:
+        myst = _MYST_ONLY.search(text)
+        if myst:
+            raise ChapterError(f"{where}: exercise {title!r} uses MyST syntax ({myst.group(0)!r}) "
+                               f"that a notebook cannot show: write plain Markdown in statements "
+                               f"and hints")
+    if not statement:
+        raise ChapterError(f"{where}: exercise {title!r} has no statement")
+    return ExerciseText(title.strip(), options.get("label", ""), statement, hints)
+
+
+def is_question(body: str) -> bool:
+    """Whether a four-backtick admonition is a check-yourself item."""
+    options = dict(_OPTION.findall(body.split("\n\n", 1)[0]))
+    return "check-yourself" in options.get("class", "").split()
+
+
+def parse_question(title: str, body: str, where: str) -> QuestionText:
+    """Split a check-yourself admonition into its name, question and Answer."""
+    options, lines = {}, body.split("\n")
+    while lines and lines[0].startswith(":"):
+        match = _OPTION.match(lines.pop(0))
+        if match:
+            options[match.group(1)] = match.group(2).strip()
+    rest = "\n".join(lines)
+    title = title.strip()
+    if not title.startswith("Check yourself"):
+        raise ChapterError(f"{where}: title a check-yourself item 'Check yourself: ...', not "
+                           f"{title!r}")
+    name = options.get("name", "")
+    if not name:
+        raise ChapterError(f"{where}: item {title!r} needs `:name: chNN-slug`, the name it is "
+                           f"registered under (register(Choice(...)) in chNN.py)")
+    answers = [m for m in _HINT.finditer(rest) if (m.group("title") or "").strip() == "Answer"]
+    if len(answers) != 1 or "dropdown" not in dict(_OPTION.findall(
+            answers[0].group("options"))).get("class", "").split():
+        raise ChapterError(f"{where}: item {name!r} needs exactly one collapsed Answer inside "
+                           f"it (```{{admonition}} Answer with `:class: dropdown answer`)")
+    answer = answers[0]
+    question = (rest[:answer.start()] + rest[answer.end():]).strip()
+    for text in (question, answer.group("body")):
+        myst = _MYST_ONLY.search(text)
+        if myst:
+            raise ChapterError(f"{where}: item {name!r} uses MyST syntax ({myst.group(0)!r}) that "
+                               f"a notebook cannot show: write plain Markdown")
+    if not question:
+        raise ChapterError(f"{where}: item {name!r} has no question")
+    return QuestionText(title, name, question, answer.group("body").strip())
+
+
+def question_item(question: QuestionText, chapter: str, where: str):
+    """The registered item a chapter's check-yourself admonition stands for, after checking
+    that the two agree: the chapter, and for a multiple-choice item the letters of its
+    options and the letter its Answer opens with."""
+    from minidataloader_course.checker.questions import Choice, questions
+
+    item = questions().get(question.name)
+    if item is None or item.chapter != chapter:
+        raise ChapterError(f"{where}: no check-yourself item {question.name!r} is registered in "
+                           f"{chapter}.py: register(Choice(...)) or register(Prediction(...))")
+    if isinstance(item, Choice):
+        letters = _CHOICE_OPTION.findall(question.question)
+        if letters != item.options:
+            raise ChapterError(f"{where}: item {question.name!r} lists the options {letters} "
+                               f"(as `- **a.** ...` lines), but is registered with "
+                               f"{item.options}")
+        if not question.answer.startswith(f"**{item.answer}.**"):
+            raise ChapterError(f"{where}: the Answer of {question.name!r} opens with the right "
+                               f"letter in bold, `**{item.answer}.**`")
+    elif not question.answer.startswith("**"):
+        raise ChapterError(f"{where}: the Answer of {question.name!r} opens with the right "
+                           f"value in bold, e.g. `**2.**`")
+    return item
+
+
+def defined_name(source: str, where: str) -> str:
+    """The one top-level function or class a stub defines."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise ChapterError(f"{where}: the stub does not parse: {error}") from error
+    names = [node.name for node in tree.body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if len(names) != 1:
+        raise ChapterError(f"{where}: a stub defines exactly one function or class, found {names}")
+    return names[0]
+
+
+def _markdown(source: str, **metadata):
+    import nbformat
+
+    return nbformat.v4.new_markdown_cell(source, metadata=metadata)
+
+
+def _code(source: str, **metadata):
+    import nbformat
+
+    return nbformat.v4.new_code_cell(source, metadata=metadata)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.metadata.get("tags", []))
+
+
+def _check_workbook_only(cell, where: str) -> None:
+    tags = _tags(cell)
+    if "workbook" in tags and "remove-cell" in tags:
+        needed = WORKBOOK_TAGS if cell.cell_type == "code" else WORKBOOK_TAGS[:2]
+        missing = [t for t in needed if t not in tags]
+        if missing:
+            raise ChapterError(f"{where}: a workbook-only cell needs the tags {list(needed)} "
+                               f"(missing {missing}): {cell.source[:60]!r}")
+    elif "exercise" in tags:
+        raise ChapterError(f"{where}: a stub is for the workbook only: tag it "
+                           f"{list(WORKBOOK_TAGS)} and 'exercise'")
+
+
+def _collapsed_blocks(text: str, where: str) -> str:
+    """A workbook markdown cell's collapsed admonitions (``:class: dropdown ...``: the
+    discussion of an experiment, the answer to a prediction) as ``<details>`` blocks, which a
+    notebook shows collapsed too. Any other MyST syntax is refused: a notebook cannot show it."""
+
+    def details(match) -> str:
+        classes = dict(_OPTION.findall(match.group("options"))).get("class", "").split()
+        if match.group("title") is None or "dropdown" not in classes:
+            raise ChapterError(f"{where}: a workbook cell may hold only collapsed admonitions "
+                               f"(`{{admonition}} Title` with `:class: dropdown`): "
+                               f"{match.group(0)[:60]!r}")
+        return (f"<details><summary>{match.group('title').strip()}</summary>\n\n"
+                f"{match.group('body').strip()}\n\n</details>")
+
+    text = _HINT.sub(details, text)
+    myst = _MYST_ONLY.search(text)
+    if myst:
+        raise ChapterError(f"{where}: a workbook cell uses MyST syntax ({myst.group(0)!r}) that a "
+                           f"notebook cannot show: write plain Markdown (a collapsed admonition "
+                           f"is the one exception)")
+    return text
+
+
+def _workbook_copy(cell, where: str = "a workbook cell"):
+    """The cell as the workbook gets it: only the tags that mean something there."""
+    tags = [t for t in _tags(cell) if t not in WORKBOOK_TAGS]
+    metadata = {"tags": tags} if tags else {}
+    if cell.cell_type == "code":
+        return _code(cell.source, **metadata)
+    return _markdown(_collapsed_blocks(cell.source, where), **metadata)
+
+
+def chapter_number(path: pathlib.Path) -> int:
+    return int(path.name[:2])
+
+
+def chapter_title(notebook, path: pathlib.Path) -> str:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            match = re.search(r"^# \d+\.\s*(.+)$", cell.source, re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    raise ChapterError(f"{path.name}: no '# N. Title' heading")
+
+
+def read_sections(notebook, path: pathlib.Path) -> tuple[list, list[Section]]:
+    """The workbook cells before the first exercise, and one section per exercise."""
+    preamble: list = []
+    sections: list[Section] = []
+    for index, cell in enumerate(notebook.cells):
+        where = f"{path.name}, cell {index + 1}"
+        if cell.cell_type == "markdown":
+            found = [(m.start(), Section(exercise=parse_exercise(m.group("title"),
+                                                                 m.group("body"), where)))
+                     for m in _EXERCISE.finditer(cell.source)]
+            found += [(m.start(), Section(question=parse_question(m.group("title"),
+                                                                  m.group("body"), where)))
+                      for m in _QUESTION.finditer(cell.source)
+                      if is_question(m.group("body"))]
+            if found and "workbook" in _tags(cell):
+                raise ChapterError(f"{where}: an exercise or a check-yourself item cannot sit in "
+                                   f"a workbook-only cell")
+            sections += [section for _, section in sorted(found, key=lambda pair: pair[0])]
+        _check_workbook_only(cell, where)
+        if "workbook" not in _tags(cell):
+            continue
+        if "exercise" in _tags(cell) and (not sections or sections[-1].exercise is None):
+            raise ChapterError(f"{where}: a stub before the first exercise, or after a "
+                               f"check-yourself item: put it right after its exercise")
+        (sections[-1].cells if sections else preamble).append((where, cell))
+    return preamble, sections
+
+
+# ---------------------------------------------------------------------------------------
+# The stubs of the learner's pieces
+
+
+def piece_stub(piece: str, where: str) -> str:
+    from minidataloader_course.learner import stub_region
+
+    try:
+        return stub_region(piece)
+    except KeyError as error:
+        raise ChapterError(f"{where}: {error.args[0]}") from None
+
+
+def piece_exercise(piece: str, chapter: str, where: str):
+    """The exercise of this chapter that asks for ``piece``, and whether an earlier chapter
+    asked for it already (then the learner grows their own version)."""
+    from minidataloader_course.checker.framework import exercises
+
+    asking = [e for e in exercises().values() if e.piece == piece]
+    here = [e for e in asking if e.chapter == chapter]
+    if len(here) != 1:
+        raise ChapterError(f"{where}: {len(here)} exercises of {chapter} have piece={piece!r}; "
+                           f"register exactly one (Exercise(piece=...))")
+    earlier = any(e.chapter < chapter for e in asking)
+    return here[0], earlier
+
+
+def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
+    """The stub cell as the workbook gets it, and its check cell."""
+    from minidataloader_course.checker.framework import exercises
+
+    first, _, body = cell.source.partition("\n")
+    piece = _PIECE.match(first)
+    if piece:
+        if body.strip():
+            raise ChapterError(f"{where}: leave the body of a %%piece cell empty: it comes from "
+                               f"the stub file")
+        exercise, earlier = piece_exercise(piece.group("piece"), chapter, where)
+        if earlier:
+            source = f"%piece {piece.group('piece')}"
+        else:
+            source = f"%%piece {piece.group('piece')}\n{piece_stub(piece.group('piece'), where)}"
+        metadata = {"piece": piece.group("piece")}
+        name = piece.group("piece").split(".")[1]
+    else:
+        source = cell.source
+        name = defined_name(source, where)
+        exercise = exercises().get(name)
+        if exercise is None or exercise.chapter != chapter:
+            raise ChapterError(f"{where}: the stub defines {name!r}, which is no exercise of "
+                               f"{chapter}")
+        metadata = {}
+    if "raise NotImplementedError" not in source and not source.startswith("%piece "):
+        raise ChapterError(f"{where}: a stub raises NotImplementedError")
+    if not re.search(rf"`{re.escape(name)}\b", statement):
+        raise ChapterError(f"{where}: the stub of {name!r} follows an exercise whose statement "
+                           f"does not name it: is it under the right exercise?")
+    metadata["solution"] = f"{chapter}.{exercise.reference.__name__}"  # chapters.<chNN>.solution
+    stub = _code(source, tags=["exercise"], minidataloader=metadata)
+    called = "" if exercise.name == name else f", name={exercise.name!r}"
+    return [stub, _code(f"check({name}{called})")]
+
+
+# ---------------------------------------------------------------------------------------
+# The workbook
+
+
+def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool,
+           questions: bool = False) -> str:
+    lines = [
+        f"# Workbook {number}: {title}",
+        "",
+        f"The exercises of chapter {number} of the minidataloader book, each followed by a "
+        f"check. This notebook is made from the chapter (`book/{stem}.md`) by "
+        f"`make workbooks`: the statements and hints are the chapter's own, and the chapter "
+        f"explains everything used here.",
+        "",
+        "1. Run the first code cell.",
+        "2. For each exercise, replace `raise NotImplementedError` with your code and run the "
+        "cell.",
+        "3. Run the `check(...)` cell below it. The verdict is **✔ passed**, **✘ failed** "
+        "(with the case that went wrong, what was expected, what your code gave and a hint), "
+        "or **not attempted yet** while your code still raises `NotImplementedError`.",
+        "",
+        "Your code runs in a separate process with a time limit: an endless loop or a crash "
+        "gives a verdict instead of freezing this notebook. Stuck? Open the hints one at a "
+        "time: a nudge first, then more.",
+    ]
+    if pieces:
+        lines += [
+            "",
+            "Cells that start with `%%piece` build **your own DataLoader**. Running one saves "
+            "the cell into your package, `notebooks/myloader/` (the first line names the file "
+            "and the piece), and later chapters build on what you saved there. Keep what a "
+            "piece needs inside its cell (imports and helpers included): the cell is all "
+            "that goes into the file. A cell that starts with `%piece` loads your current "
+            "version of a piece, to grow it. `python -m minidataloader_course "
+            "status` lists your pieces; `... reset` starts over (it asks first and "
+            "keeps a backup).",
+        ]
+    if milestone:
+        lines += [
+            "",
+            "The **milestone** at the end checks your package as a whole against torch's "
+            "`DataLoader`, and names the piece to look at when something differs.",
+        ]
+    if questions:
+        lines += [
+            "",
+            "**Check yourself** questions test what the chapter explains: replace `None` in "
+            "the answer cell with your answer (a letter, or your prediction), run it, then run "
+            "the `check_answer` cell below it. A prediction is checked against the real "
+            "thing, run by the check. The collapsed Answer explains it; open it after "
+            "answering.",
+        ]
+    return "\n".join(lines)
+
+
+def _question_cells(question: QuestionText, chapter: str, where: str) -> list:
+    """A check-yourself item as the workbook gets it: the question, an answer cell, the
+    check, and the Answer collapsed."""
+    item = question_item(question, chapter, where)
+    answer_cell = _code(f"answer = None  # {item.prompt()}", tags=["answer"],
+                        minidataloader={"question": question.name})
+    return [_markdown(f"## {question.title}\n\n{question.question}"), answer_cell,
+            _code(f'check_answer("{question.name}", answer)'),
+            _markdown(f"<details><summary>Answer</summary>\n\n{question.answer}\n\n</details>")]
+
+
+def _hints_markdown(hints: list[Hint]) -> str:
+    return "\n\n".join(f"<details><summary>{hint.title}</summary>\n\n{hint.body}\n\n</details>"
+                       for hint in hints)
+
+
+def build_workbook(path: pathlib.Path, text: str | None = None):
+    """The workbook of one chapter, as an nbformat notebook."""
+    import jupytext
+    import nbformat
+
+    source = path.read_text() if text is None else text
+    chapter = jupytext.reads(source, fmt="md:myst")
+    number = chapter_number(path)
+    tag = f"ch{number:02d}"
+    preamble, sections = read_sections(chapter, path)
+    if not any(section.exercise for section in sections):
+        raise ChapterError(f"{path.name}: no exercise")
+    every = [cell for _, cell in preamble] + [cell for s in sections for _, cell in s.cells]
+    pieces = any(_PIECE.match(c.source.split("\n", 1)[0]) for c in every)
+    milestone = any(c.cell_type == "code" and re.search(r"^milestone\(", c.source, re.MULTILINE)
+                    for c in every)
+    asks = any(section.question for section in sections)
+    if asks and not any(c.cell_type == "code" and "check_answer" in c.source
+                        for _, c in preamble):
+        raise ChapterError(f"{path.name}: the chapter has check-yourself items: import "
+                           f"check_answer in the workbook's setup cell (from "
+                           f"minidataloader_course import check, check_answer)")
+
+    cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
+                              milestone, asks))]
+    cells += [_workbook_copy(cell, where) for where, cell in preamble]
+    k = 0
+    for section in sections:
+        if section.question is not None:
+            cells += _question_cells(section.question, tag, path.name)
+            cells += [_workbook_copy(cell, where) for where, cell in section.cells]
+            continue
+        k += 1
+        exercise = section.exercise
+        text = f"## Exercise {k}: {exercise.title}\n\n{exercise.statement}"
+        if exercise.hints:
+            text += "\n\n" + _hints_markdown(exercise.hints)
+        cells.append(_markdown(text))
+        stubs = [(where, c) for where, c in section.cells if "exercise" in _tags(c)]
+        if len(stubs) != 1:
+            raise ChapterError(f"{path.name}: exercise {exercise.title!r} has {len(stubs)} stub "
+                               f"cells; it needs exactly one (a workbook cell tagged 'exercise')")
+        for where, cell in section.cells:
+            if "exercise" in _tags(cell):
+                cells += _stub_cells(cell, tag, where, exercise.statement)
+            else:
+                cells.append(_workbook_copy(cell, where))
+    for index, cell in enumerate(cells):
+        cell["id"] = f"{tag}-{index:02d}"
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                       "name": "python3"},
+        "language_info": {"name": "python"}})
+    notebook.nbformat_minor = 5
+    return notebook
+
+
+def workbook_text(path: pathlib.Path, text: str | None = None) -> str:
+    import nbformat
+
+    return nbformat.writes(build_workbook(path, text)) + "\n"
+
+
+def chapters(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+    return sorted((root / "book").glob("[0-9][0-9]_*.md"))
+
+
+def workbook_path(chapter: pathlib.Path) -> pathlib.Path:
+    return chapter.parent.parent / "notebooks" / f"{chapter.stem}.ipynb"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minidataloader_course.authoring.workbooks",
+        description="Make notebooks/NN_slug.ipynb from book/NN_slug.md.")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; fail if a committed workbook differs")
+    parser.add_argument("--root", type=pathlib.Path, default=ROOT,
+                        help="the repository (default: %(default)s)")
+    arguments = parser.parse_args(argv)
+    stale = []
+    for chapter in chapters(arguments.root):
+        target = workbook_path(chapter)
+        try:
+            made = workbook_text(chapter)
+        except ChapterError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        current = target.read_text() if target.exists() else ""
+        if made == current:
+            continue
+        if arguments.check:
+            stale.append(target)
+            diff = difflib.unified_diff(current.splitlines(), made.splitlines(),
+                                        str(target), "made from " + chapter.name, lineterm="", n=1)
+            print("\n".join(list(diff)[:40]), file=sys.stderr)
+        else:
+            target.write_text(made)
+            print(f"wrote {target.relative_to(arguments.root)}")
+    if stale:
+        print(f"\n{len(stale)} workbook(s) differ from their chapters: run `make workbooks` "
+              f"and commit the result", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

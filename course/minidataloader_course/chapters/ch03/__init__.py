@@ -1,0 +1,1 @@
+"""Chapter 3: its checks, solution, demos."""

@@ -1,0 +1,1 @@
+"""Chapter 5: its checks, solution, demos and milestone."""

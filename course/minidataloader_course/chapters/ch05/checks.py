@@ -1,0 +1,666 @@
+"""Chapter 5 (the loader, single-process): the exercises and their hidden cases."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate
+from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
+
+from minidataloader_course.chapters.ch05 import solution as solutions
+from minidataloader_course.checker.draws import DRAWS_KEY, compare_with_draws, draws
+from minidataloader_course.checker.framework import Case, Exercise, TooManyItems, register
+from minidataloader_course.checker.questions import Choice, Prediction
+
+LOADER_ITSELF = ("minidataloader.dataloader._SingleProcessDataLoaderIter",
+                 "torch.utils.data.dataloader._SingleProcessDataLoaderIter",
+                 "minidataloader.fetch._IterableDatasetFetcher",
+                 "torch.utils.data._utils.fetch._IterableDatasetFetcher",
+                 "minidataloader.fetch._MapDatasetFetcher",
+                 "torch.utils.data._utils.fetch._MapDatasetFetcher")
+
+
+class Squares(Dataset):
+    """A map-style dataset: sample i is i * i. It remembers which indices were read."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.reads: list[int] = []
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.size:
+            raise IndexError(f"index {index} out of range for {self.size} samples")
+        self.reads.append(index)
+        return index * index
+
+    def __len__(self):
+        return self.size
+
+    def __repr__(self):
+        return f"Squares({self.size})"
+
+
+class BatchedSquares(Squares):
+    """Squares that can also fetch a whole batch at once, and count how often it did."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.batched_reads = 0
+
+    def __getitems__(self, indices):
+        self.batched_reads += 1
+        self.reads.extend(indices)
+        return [index * index for index in indices]
+
+
+class Numbers(IterableDataset):
+    """A stream of ``count`` numbers (endless if ``count`` is None); ``length`` is what its
+    __len__ reports (no __len__ at all if None). It counts what it has produced."""
+
+    def __init__(self, count: int | None = 5, length: int | None = None):
+        self.count, self.length = count, length
+        self.produced = 0
+        self.iter_calls = 0
+
+    def __iter__(self):
+        self.iter_calls += 1
+        numbers = itertools.count() if self.count is None else range(self.count)
+        for number in numbers:
+            self.produced += 1
+            yield number
+
+    def __len__(self):
+        if self.length is None:
+            raise TypeError(f"{self!r} is a stream without a length")
+        return self.length
+
+    def __repr__(self):
+        size = "endless" if self.count is None else self.count
+        reported = "" if self.length is None else f", len() says {self.length}"
+        return f"Numbers({size}{reported})"
+
+
+# ---------------------------------------------------------------------------------------
+# Argument validation
+
+MAP, STREAM = "map", "stream"
+_DATASETS = {MAP: lambda: Squares(10), STREAM: lambda: Numbers(5)}
+_NAMES = {MAP: "a map-style dataset of 10 samples", STREAM: "an IterableDataset"}
+
+# (dataset, arguments, hint). The hint names the rule of the statement the case tests. The
+# chapter's table shows torch refusing examples of its own, not these.
+_VALIDATION = [
+    (MAP, {}, "all defaults are fine"),
+    (MAP, {"batch_size": 3, "shuffle": True}, "shuffle=True with a batch size is fine"),
+    (MAP, {"sampler": [3, 1, 2], "batch_size": 2}, "a sampler of your own is fine"),
+    (MAP, {"batch_sampler": [[0, 1], [2]]}, "a batch_sampler alone is fine"),
+    (MAP, {"batch_size": None}, "batch_size=None (no batching) is fine"),
+    (STREAM, {"batch_size": 2, "drop_last": True}, "an IterableDataset may drop its last batch"),
+    (STREAM, {"shuffle": False}, "rule 3: shuffle=False is accepted for an IterableDataset"),
+    (MAP, {"num_workers": 3, "prefetch_factor": 1, "persistent_workers": True},
+     "prefetch_factor and persistent_workers are fine with workers"),
+    (MAP, {"num_workers": -3}, "rule 1: num_workers must be >= 0"),
+    (MAP, {"timeout": -0.5}, "rule 1: timeout must be >= 0"),
+    (MAP, {"prefetch_factor": 2},
+     "rule 2: prefetch_factor counts batches loaded ahead by each worker: with num_workers=0 "
+     "it must stay None"),
+    (MAP, {"num_workers": 1, "prefetch_factor": -2}, "rule 2: prefetch_factor must be >= 0"),
+    (MAP, {"persistent_workers": True}, "rule 2: persistent_workers needs num_workers > 0"),
+    (MAP, {"shuffle": True, "sampler": [2, 1]},
+     "rule 4: shuffle=True and a sampler both decide the order: ValueError"),
+    (MAP, {"batch_sampler": [[1, 0]], "batch_size": 3},
+     "rule 5: a batch_sampler excludes batch_size (other than the default 1)"),
+    (MAP, {"batch_sampler": [[1, 0]], "shuffle": True}, "rule 5: a batch_sampler excludes shuffle"),
+    (MAP, {"batch_sampler": [[1, 0]], "sampler": [1, 0]}, "rule 5: a batch_sampler excludes "
+                                                          "sampler"),
+    (MAP, {"batch_sampler": [[1, 0]], "drop_last": True}, "rule 5: a batch_sampler excludes "
+                                                          "drop_last"),
+    (MAP, {"batch_size": None, "drop_last": True},
+     "rule 6: batch_size=None makes no batches, so drop_last=True makes no sense: ValueError"),
+    (STREAM, {"shuffle": True}, "rule 3: an IterableDataset cannot be shuffled by the loader"),
+    (STREAM, {"sampler": [1, 0]}, "rule 3: an IterableDataset takes no sampler"),
+    (STREAM, {"batch_sampler": [[1]]}, "rule 3: an IterableDataset takes no batch_sampler"),
+    (MAP, {"batch_size": 0}, "rule 7: batch_size must be a positive int (BatchSampler checks it)"),
+    (MAP, {"batch_size": 1.5}, "rule 7: batch_size must be an int, not a float"),
+    (MAP, {"batch_size": True},
+     "rule 7: True is an int in Python (isinstance(True, int)), but the BatchSampler refuses "
+     "bools"),
+    (STREAM, {"batch_size": -2}, "rule 7: batch_size must be positive for a stream too"),
+    (MAP, {"drop_last": None}, "rule 7: drop_last must be a bool (BatchSampler checks it)"),
+    (MAP, {"timeout": 3},
+     "rule 8: timeout > 0 with num_workers=0: torch raises AssertionError (when the epoch "
+     "starts)"),
+]
+
+
+def describe_arguments(dataset: str, arguments: dict) -> str:
+    given = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
+    return f"{_NAMES[dataset]}" + (f", {given}" if given else ", no other argument")
+
+
+def _validation_cases() -> list[Case]:
+    return [Case({"dataset": _DATASETS[kind](), **arguments},
+                 description=describe_arguments(kind, arguments), hint=hint)
+            for kind, arguments, hint in _VALIDATION]
+
+
+def _torch_accepts(dataset, **arguments):
+    """torch's answer: None, or the exception its DataLoader raises when it is built or when
+    its first epoch starts (workers are never started here)."""
+    loader = DataLoader(dataset, **arguments)
+    if loader.num_workers == 0:
+        next(iter(loader), None)
+
+
+register(Exercise(
+    reference=solutions.check_loader_arguments,
+    oracle=_torch_accepts,
+    cases=_validation_cases,
+    hint="go through the rules of the statement in their order: workers and timeouts, the "
+         "IterableDataset rules, sampler vs shuffle, batch_sampler vs the rest, then "
+         "batch_size and drop_last, and last the timeout without workers",
+    time_limit=3.0,
+    piece="dataloader.check_loader_arguments",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# len(loader)
+
+
+def _len_cases() -> list[Case]:
+    def case(dataset, hint, shown=None, **arguments):
+        given = "".join(f", {name}={value!r}" for name, value in arguments.items())
+        return Case({"dataset": dataset, **arguments},
+                    description=f"dataset={dataset!r}{shown or given}", hint=hint)
+
+    return [
+        case(Squares(10), "10 samples in batches of 3: 3 full batches and one of 1",
+             batch_size=3),
+        case(Squares(10), "drop_last=True drops the incomplete last batch", batch_size=3,
+             drop_last=True),
+        case(Squares(10), "the batch size divides the dataset size", batch_size=5),
+        case(Squares(10), "a sampler of 3 indices: the loader reads 3 samples, not 10",
+             batch_size=2, sampler=[9, 8, 7]),
+        case(Squares(10), "a sampler can draw more samples than the dataset has (with "
+             "replacement): len follows the sampler", batch_size=10,
+             sampler=[i % 10 for i in range(25)],
+             shown=", batch_size=10, sampler=[0, 1, ..., 9, 0, 1, ...] (25 indices)"),
+        case(Squares(10), "a batch_sampler decides the batches: count them",
+             batch_sampler=[[0, 1, 2], [3], [4, 5]]),
+        case(Squares(10), "batch_size=None: one item per sample", batch_size=None),
+        case(Squares(0), "an empty dataset gives no batch", batch_size=4),
+        case(Numbers(10, length=10), "a stream has no sampler to count: the loader divides "
+             "len(dataset) by batch_size and rounds up", batch_size=4),
+        case(Numbers(10, length=10), "for a stream, drop_last rounds down", batch_size=4,
+             drop_last=True),
+        case(Numbers(13, length=10), "the loader trusts the stream's len() (10), even if the "
+             "stream yields more", batch_size=4),
+        case(Numbers(10, length=10), "batch_size=None: len(dataset) itself", batch_size=None),
+        case(Numbers(10), "a stream without __len__: len(loader) raises TypeError",
+             batch_size=4),
+    ]
+
+
+register(Exercise(
+    reference=solutions.loader_len,
+    oracle=lambda dataset, **arguments: len(DataLoader(dataset, **arguments)),
+    cases=_len_cases,
+    hint="for a map-style dataset count what the sampler yields (the batch_sampler if there "
+         "is one, else the sampler, else the dataset); for a stream use len(dataset)",
+    forbidden=("minidataloader_course.viz.arithmetic.epoch_arithmetic",),
+    time_limit=2.0,
+    piece="dataloader.loader_len",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The fetcher of a map-style dataset
+
+
+def to_tensor(data):
+    """The collate_fn of the hidden cases: a list of numbers (or one number) as a tensor."""
+    return torch.tensor(data)
+
+
+def _use_map_fetcher(implementation, case: Case) -> dict:
+    spec = case.inputs
+    dataset = (BatchedSquares if spec["batched"] else Squares)(spec["size"])
+    collate_fn = default_collate if spec["collate_fn"] == "default_collate" else to_tensor
+    fetcher = implementation(dataset, spec["auto_collation"], collate_fn, spec["drop_last"])
+    seen = {"samples read before the first fetch": list(dataset.reads), "fetched": []}
+    for index in spec["indices"]:
+        seen["fetched"].append(fetcher.fetch(list(index) if isinstance(index, tuple) else index))
+    seen["samples read"] = list(dataset.reads)
+    if spec["batched"]:
+        seen["calls of __getitems__"] = dataset.batched_reads
+    return seen
+
+
+def _map_fetcher_cases() -> list[Case]:
+    def case(indices, auto_collation=True, batched=False, drop_last=False, hint="",
+             collate_fn="torch.tensor"):
+        kind = "a dataset of 10 squares with __getitems__" if batched else \
+            "a dataset of 10 squares"
+        return Case({"size": 10, "indices": tuple(tuple(i) if isinstance(i, list) else i
+                                                  for i in indices),
+                     "auto_collation": auto_collation, "batched": batched,
+                     "drop_last": drop_last, "collate_fn": collate_fn},
+                    description=f"{kind}, auto_collation={auto_collation}, "
+                                f"drop_last={drop_last}, collate_fn={collate_fn}; fetch "
+                                + ", then ".join(map(repr, indices)), hint=hint or None)
+
+    return [
+        case([[0, 1, 2], [3, 4, 5]], hint="auto_collation: read dataset[i] for each index of "
+                                          "the list, then return collate_fn(samples)"),
+        case([[9, 0, 9]], hint="keep the order of the indices, repeats included"),
+        case([[4, 1]], collate_fn="default_collate",
+             hint="collate with the collate_fn you were given, whatever it is (here torch's "
+                  "own default_collate: calling what you are handed is not delegation)"),
+        case([[2, 5], [7]], batched=True,
+             hint="a dataset with __getitems__ gets ONE call per batch: "
+                  "dataset.__getitems__(indices), and no dataset[i]"),
+        case([4, 2], auto_collation=False,
+             hint="without auto_collation the index is a single index: return "
+                  "collate_fn(dataset[index])"),
+        case([[1, 2, 3]], drop_last=True, hint="drop_last changes nothing for a map-style "
+                                               "dataset: every batch has its indices"),
+        case([[3, 12]], hint="an index past the end: the dataset raises IndexError, and "
+                             "the fetcher lets it through"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MapFetcher,
+    oracle=_MapDatasetFetcher,
+    cases=_map_fetcher_cases,
+    run=_use_map_fetcher,
+    hint="keep the four arguments in __init__; fetch reads the samples of the indices (one "
+         "__getitems__ call if the dataset has it) and returns collate_fn(samples)",
+    forbidden=LOADER_ITSELF,
+    time_limit=3.0,
+    piece="fetch.MapFetcher",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The fetcher of an IterableDataset
+
+
+def _drive_fetcher(implementation, case: Case) -> dict:
+    """What the single-process iterator does with a fetcher: ask for batches until
+    StopIteration (at most ``batches`` of them, for an endless stream)."""
+    count, batch_size, drop_last, wanted = (case.inputs[k] for k in
+                                            ("count", "batch_size", "drop_last", "batches"))
+    stream = Numbers(count)
+    fetcher = implementation(stream, batch_size is not None, to_tensor, drop_last)
+    index = [None] * batch_size if batch_size is not None else None
+    batches, read_for_first = [], None
+    while len(batches) < wanted:
+        try:
+            batches.append(fetcher.fetch(index))
+        except StopIteration:
+            break
+        if read_for_first is None:
+            read_for_first = stream.produced
+        if len(batches) > 200:
+            raise TooManyItems(200)
+    return {"batches": batches, "numbers read when the first batch came back": read_for_first,
+            "calls of iter(dataset)": stream.iter_calls}
+
+
+def _fetcher_cases() -> list[Case]:
+    def case(count, batch_size, drop_last, hint, batches=1000):
+        stream = "an endless stream 0, 1, 2, ..." if count is None else f"a stream of {count} numbers"
+        wanted = f" (the first {batches} batches)" if count is None else ""
+        return Case({"count": count, "batch_size": batch_size, "drop_last": drop_last,
+                     "batches": batches},
+                    description=f"{stream}, batch_size={batch_size}, drop_last={drop_last}"
+                                f"{wanted}", hint=hint)
+
+    return [
+        case(10, 4, False, "two full batches, then the 2 numbers left as a last batch"),
+        case(10, 4, True, "drop_last=True: the short last batch is not returned"),
+        case(8, 4, False, "the stream ends exactly after a batch: the next fetch finds "
+                          "nothing and raises StopIteration"),
+        case(0, 4, False, "an empty stream: the first fetch raises StopIteration"),
+        case(3, 5, True, "fewer numbers than one batch, and drop_last=True: no batch at all"),
+        case(5, None, False, "auto_collation=False (batch_size=None): each fetch returns "
+                             "collate_fn(one sample)"),
+        case(None, 3, False, "read only what a batch needs: the stream may never end",
+             batches=4),
+    ]
+
+
+register(Exercise(
+    reference=solutions.IterableFetcher,
+    oracle=_IterableDatasetFetcher,
+    cases=_fetcher_cases,
+    run=_drive_fetcher,
+    hint="call iter(dataset) once, in __init__; in fetch, take one sample with next() per "
+         "entry of possibly_batched_index, and raise StopIteration when the stream gave "
+         "nothing (or, with drop_last, too little)",
+    forbidden=LOADER_ITSELF,
+    time_limit=3.0,
+    piece="fetch.IterableFetcher",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The single-process iterator, and the DataLoader
+
+
+def _next_or_end(iterator):
+    try:
+        return next(iterator)
+    except StopIteration:
+        return "StopIteration (the epoch is over)"
+
+
+def _global_draw() -> list[int]:
+    return torch.randint(1000, (2,)).tolist()
+
+
+def _dataset(kind: str, size: int):
+    return {"map": Squares, "batched": BatchedSquares, "stream": Numbers}[kind](size)
+
+
+def _describe(kind: str, size: int, arguments: dict) -> str:
+    names = {"map": "a dataset of {} squares", "batched": "a dataset of {} squares with "
+             "__getitems__", "stream": "an IterableDataset of {} numbers"}
+    shown = {name: f"torch.Generator().manual_seed({value})" if name == "generator"
+             else getattr(value, "__name__", None) or repr(value)
+             for name, value in arguments.items()}
+    given = ", ".join(f"{name}={value}" for name, value in shown.items())
+    return f"{names[kind].format(size)}, {given or 'no other argument'}"
+
+
+def _loader_arguments(arguments) -> dict:
+    arguments = dict(arguments)
+    if "generator" in arguments:
+        arguments["generator"] = torch.Generator().manual_seed(arguments["generator"])
+    return arguments
+
+
+def _epoch(iterator, limit: int) -> list:
+    batches = []
+    while True:
+        batch = _next_or_end(iterator)
+        if isinstance(batch, str):
+            return batches
+        batches.append(batch)
+        if len(batches) > limit:
+            raise TooManyItems(limit)
+
+
+def collate_list(batch):
+    """A collate_fn of the hidden cases: the batch's samples as a plain list."""
+    return list(batch)
+
+
+def _named(arguments: dict) -> dict:
+    """The loader's generator, named for ``draws()``."""
+    generator = arguments.get("generator")
+    return {"the loader's generator": generator} if generator is not None else {}
+
+
+def _use_iterator(implementation, case: Case) -> dict:
+    """The iterator of one epoch, made from a finished loader (the reference DataLoader):
+    what it reads when, what it draws from the random number generators (and when), what it
+    gives."""
+    kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    arguments = _loader_arguments(arguments)
+    dataset = _dataset(kind, size)
+    torch.manual_seed(0)
+    loader = solutions.DataLoader(dataset, **arguments)
+    with draws(**_named(arguments)) as log:
+        iterator = implementation(loader)
+        log.mark("SingleProcessIterator(loader) made")
+        seen = {"iter(iterator) is iterator": iter(iterator) is iterator}
+        if kind != "stream":
+            seen["samples read before the first next()"] = list(dataset.reads)
+        seen["first batch"] = _next_or_end(iterator)
+        log.mark("the first next()")
+        seen["the other batches"] = _epoch(iterator, size + 2)
+        seen["next() after the last batch"] = _next_or_end(iterator)
+        log.mark("the end of the epoch")
+    seen[DRAWS_KEY] = log.rows
+    if kind == "batched":
+        seen["calls of __getitems__"] = dataset.batched_reads
+    if kind != "stream" or "batch_size" not in arguments or arguments["batch_size"] is None:
+        seen["len(iterator)"] = len(iterator)
+    seen["the global RNG afterwards"] = _global_draw()
+    return seen
+
+
+def _iterator_cases() -> list[Case]:
+    def case(kind, size, hint, tier=None, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
+                    description=f"SingleProcessIterator(loader) for a loader of "
+                                f"{_describe(kind, size, arguments)}", hint=hint, tier=tier)
+
+    return [
+        case("map", 10, "read no sample in __init__, but draw there what torch's iterator "
+                        "draws when it is made (see it with draws()); each next() takes the "
+                        "next list of indices and fetches it with a MapFetcher",
+             tier=1, batch_size=4),
+        case("map", 10, "the iterator's draw and the sampler's permutation come from the same "
+                        "generator, the loader's: torch's order, at torch's moments",
+             tier=2, batch_size=3, shuffle=True, generator=7),
+        case("map", 10, "without a generator, the iterator draws from the global generator, "
+                        "when it is made", tier=2, batch_size=3, shuffle=True),
+        case("batched", 9, "a MapFetcher makes one __getitems__ call per batch", batch_size=4),
+        case("map", 6, "collate with the loader's collate_fn (here one that makes lists), "
+                       "whatever it is: give it to the fetcher", batch_size=4,
+             collate_fn=collate_list),
+        case("map", 5, "batch_size=None: the loader has no batch_sampler; iterate its "
+                       "sampler, and the fetcher gets single indices (auto_collation=False)",
+             batch_size=None),
+        case("stream", 10, "an IterableDataset: an IterableFetcher over it; the epoch ends "
+                           "when the fetcher raises StopIteration", batch_size=4),
+        case("stream", 10, "drop_last=True: the fetcher drops the short last batch",
+             batch_size=4, drop_last=True),
+        case("map", 0, "an empty dataset: the first next() raises StopIteration", batch_size=2),
+    ]
+
+
+def _torch_iterator(loader):
+    """torch's answer: the iterator of torch's DataLoader made of the same parts (the
+    sampler or batch sampler, the collate_fn, the generator)."""
+    parts = {"collate_fn": loader.collate_fn, "generator": loader.generator}
+    if isinstance(loader.dataset, IterableDataset):
+        parts.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
+        parts.update(batch_sampler=loader.batch_sampler)
+    else:
+        parts.update(batch_size=None, sampler=loader.sampler)
+    return iter(DataLoader(loader.dataset, **parts))
+
+
+register(Exercise(
+    reference=solutions.SingleProcessIterator,
+    oracle=_torch_iterator,
+    cases=_iterator_cases,
+    run=_use_iterator,
+    compare=compare_with_draws(),
+    hint="__init__: iter() of the loader's batch_sampler (or sampler if there is none), then "
+         "what torch's iterator draws, then the fetcher; __next__ fetches the next indices; "
+         "__len__: len(loader)",
+    forbidden=LOADER_ITSELF,
+    time_limit=3.0,
+    piece="dataloader.SingleProcessIterator",
+))
+
+
+def _use_loader(implementation, case: Case) -> dict:
+    kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    dataset = _dataset(kind, size)
+    arguments = _loader_arguments(arguments)
+    torch.manual_seed(0)
+    with draws(**_named(arguments)) as log:
+        loader = implementation(dataset, **arguments)
+        log.mark("DataLoader(...) made")
+        seen = {"loader.dataset is dataset": loader.dataset is dataset,
+                "loader.batch_size": loader.batch_size, "loader.drop_last": loader.drop_last,
+                "loader.collate_fn": getattr(loader.collate_fn, "__name__", "?")}
+        if kind != "stream":
+            seen["type(loader.sampler)"] = type(loader.sampler).__name__
+            seen["type(loader.batch_sampler)"] = type(loader.batch_sampler).__name__
+            if arguments.get("shuffle"):
+                seen["loader.sampler.generator is the loader's generator"] = (
+                    loader.sampler.generator is arguments.get("generator"))
+        seen["len(loader)"] = len(loader)
+        for epoch in (1, 2):
+            iterator = iter(loader)
+            log.mark(f"epoch {epoch}: iter(loader)")
+            seen[f"epoch {epoch}"] = _epoch(iterator, size + 2)
+            log.mark(f"epoch {epoch}: the end")
+    seen[DRAWS_KEY] = log.rows
+    seen["the global RNG afterwards"] = _global_draw()
+    return seen
+
+
+def _loader_cases() -> list[Case]:
+    def case(kind, size, hint, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
+                    description=f"DataLoader({_describe(kind, size, arguments)}); two epochs",
+                    hint=hint)
+
+    return [
+        case("map", 10, "no shuffle: a SequentialSampler, grouped by a BatchSampler, batches "
+                        "collated by default_collate", batch_size=4),
+        case("map", 10, "shuffle=True: a RandomSampler with the loader's generator; each "
+                        "epoch a new order", batch_size=3, shuffle=True, generator=1),
+        case("map", 10, "shuffle=True without a generator: both draws come from the global "
+                        "generator", batch_size=3, shuffle=True),
+        case("map", 10, "drop_last=True goes to the BatchSampler", batch_size=4,
+             drop_last=True),
+        case("map", 10, "a sampler of your own (a list) replaces the SequentialSampler",
+             batch_size=2, sampler=[9, 1, 8]),
+        case("map", 10, "a batch_sampler of your own: no BatchSampler is built, and "
+                        "loader.batch_size is None, loader.drop_last False (as torch's say)",
+             batch_sampler=[[0, 1], [5]]),
+        case("map", 6, "batch_size=None: no batch sampler, and default_convert instead of "
+                       "default_collate", batch_size=None),
+        case("map", 6, "a collate_fn of your own replaces default_collate", batch_size=4,
+             collate_fn=collate_list),
+        case("batched", 9, "a dataset with __getitems__: one call per batch", batch_size=4),
+        case("stream", 10, "an IterableDataset: the fetcher reads the stream; len(loader) is "
+                           "len(dataset) divided by the batch size", batch_size=4),
+        case("stream", 5, "an IterableDataset with batch_size=None", batch_size=None),
+        case("map", 10, "check_loader_arguments refuses shuffle with a sampler", shuffle=True,
+             sampler=[0, 1]),
+        case("map", 10, "multiprocessing_context needs workers: ValueError",
+             multiprocessing_context="spawn"),
+        case("map", 10, "the BatchSampler refuses batch_size=0", batch_size=0),
+    ]
+
+
+register(Exercise(
+    reference=solutions.DataLoader,
+    oracle=DataLoader,
+    cases=_loader_cases,
+    run=_use_loader,
+    compare=compare_with_draws(),
+    hint="__init__: check_loader_arguments, then the sampler (a RandomSampler with the "
+         "generator for shuffle=True, a SequentialSampler otherwise, None forever for a "
+         "stream), the BatchSampler (unless batch_size is None or you got a batch_sampler), "
+         "the collate_fn; __len__: loader_len; __iter__: SingleProcessIterator(self)",
+    forbidden=LOADER_ITSELF + ("minidataloader.dataloader.DataLoader",
+                               "torch.utils.data.dataloader.DataLoader"),
+    time_limit=4.0,
+    piece="dataloader.DataLoader",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch05-stream-index-sampler", answer="b", why={
+        "a": "a stream has no indices to give: its sampler yields None for ever, and the "
+             "batch sampler groups those",
+        "c": "the loader builds a BatchSampler for a stream too: its lists say how many "
+             "samples each batch takes from the stream",
+        "d": "samplers never see samples: the fetcher reads them from the stream, one per None",
+    }))
+
+register(Choice(
+    "ch05-timeout-without-workers", answer="b", why={
+        "a": "torch's constructor accepts timeout=5 without workers; the check comes later",
+        "c": "timeout is how long the loader waits for a worker's batch: without workers there "
+             "is nothing to wait for, and torch refuses it, when an epoch starts",
+        "d": "it is not ignored: the first epoch fails with an AssertionError",
+    }))
+
+
+def _batches_of_an_overlong_stream() -> int:
+    return len(list(DataLoader(Numbers(13, length=10), batch_size=4)))
+
+
+register(Prediction(
+    "ch05-overlong-stream", measure=_batches_of_an_overlong_stream,
+    why="an epoch reads the stream to its end, whatever its __len__ says: 13 samples in "
+        "batches of 4",
+    mistakes={3: "3 is len(loader), computed from the stream's __len__ of 10; the epoch reads "
+                 "the stream to its end",
+              13: "13 is the number of samples: they come in batches of 4",
+              10: "the stream's __len__ is only a guess, and counts samples, not batches"},
+))
+
+
+def _reads_before_the_first_next() -> int:
+    dataset = Squares(10)
+    iter(DataLoader(dataset, batch_size=4, shuffle=True,
+                    generator=torch.Generator().manual_seed(0)))
+    return len(dataset.reads)
+
+
+register(Prediction(
+    "ch05-reads-before-next", measure=_reads_before_the_first_next,
+    why="making the iterator reads no sample: the first batch is read at the first next()",
+    mistakes={4: "the first batch is read when it is asked for, at the first next(), not "
+                 "when the iterator is made",
+              10: "nothing is read ahead without workers: each batch is read when it is asked "
+                  "for"},
+))
+
+
+def _global_numbers_of_an_epoch(**arguments) -> int:
+    torch.manual_seed(0)
+    loader = DataLoader(range(10), batch_size=4, shuffle=True, **arguments)
+    with draws() as log:
+        list(loader)
+    return log.numbers("torch (global)")
+
+
+register(Prediction(
+    "ch05-epoch-draws", measure=_global_numbers_of_an_epoch,
+    why="two draws: the iterator's base seed when it is made, and the RandomSampler's seed "
+        "for its own generator when the first index is asked for",
+    mistakes={1: "the iterator draws one (the base seed), but the RandomSampler draws one "
+                 "too: the seed of its private generator",
+              0: "without a generator both the iterator and the sampler take their number "
+                 "from the global generator",
+              20: "the permutations come from the sampler's private generator; the global "
+                  "one gives only its seed",
+              3: "the sampler's second permutation comes from its private generator too"},
+))
+
+register(Prediction(
+    "ch05-generator-draws",
+    measure=lambda: _global_numbers_of_an_epoch(generator=torch.Generator().manual_seed(1)),
+    why="with generator=g, the base seed comes from g, and the RandomSampler built with g "
+        "draws its permutations from g: nothing from the global generator",
+    mistakes={1: "the base seed comes from the loader's generator too, when it has one",
+              2: "both draws move to the loader's generator"},
+))
+
+register(Choice(
+    "ch05-draw-order", answer="b", why={
+        "a": "the iterator draws the base seed when it is made, before anyone asks for an "
+             "index; the sampler draws when the first index is asked for",
+        "c": "building a loader draws nothing: every draw belongs to an epoch",
+        "d": "the base seed is drawn once per iterator, that is once per epoch, not per batch",
+    }))

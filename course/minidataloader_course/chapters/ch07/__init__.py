@@ -1,0 +1,1 @@
+"""Chapter 7: its checks, solution, demos and milestone."""

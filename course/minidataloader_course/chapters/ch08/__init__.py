@@ -1,0 +1,1 @@
+"""Chapter 8: its checks, solution, demos."""

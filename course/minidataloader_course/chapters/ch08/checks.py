@@ -1,0 +1,484 @@
+"""Chapter 8 (epochs and persistent workers): the exercises and their hidden cases."""
+
+from __future__ import annotations
+
+import queue
+import sys
+
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+from minidataloader_course.chapters.ch06.checks import (
+    ITERATOR_PIECES,
+    WORKER_PIECES,
+    Numbers,
+    Readers,
+    _TorchIterator,
+    iterator_case,
+    loader_arguments,
+    more_workers_than_cpus_is_fine,
+    one_epoch,
+    run_worker,
+    tasks_text,
+    use_iterator,
+    worker_module_of,
+)
+from minidataloader_course.chapters.ch07.checks import workers_for_a_check
+from minidataloader_course.chapters.ch08 import solution as solutions
+from minidataloader_course.chapters.ch08.pool import ToyPool, interrupted_epoch
+from minidataloader_course.checker.compare import close
+from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.questions import Choice, Prediction
+from minidataloader_course.shared.processes import children
+
+# ---------------------------------------------------------------------------------------
+# Start-up time over a run
+
+
+def _startup_cases() -> list[Case]:
+    def case(epochs, start_s, persistent, resume_s, hint):
+        return Case({"epochs": epochs, "start_s": start_s, "persistent": persistent,
+                     "resume_s": resume_s}, hint=hint)
+
+    return [
+        case(10, 2.0, False, 0.0, "without persistent workers, every epoch starts its workers"),
+        case(10, 2.0, True, 0.0, "persistent workers start once, for the first epoch"),
+        case(10, 2.0, True, 0.001, "every epoch after the first pays for a resume handshake"),
+        case(1, 0.05, True, 0.001, "a single epoch: no handshake, one start either way"),
+        case(1, 0.05, False, 0.001, "resume_s only counts with persistent workers"),
+        case(100, 0.08, False, 0.0, "100 epochs, 100 starts"),
+        case(0, 2.0, True, 0.001, "no epoch, no workers: 0.0"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.startup_seconds,
+    cases=_startup_cases,
+    compare=close(rtol=1e-9, atol=1e-12),
+    hint=("without persistent workers: epochs * start_s; with them: start_s once, plus resume_s "
+          "for each epoch after the first; 0.0 for no epoch"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The resume handshake of a toy pool
+
+
+def _label(message) -> str:
+    if isinstance(message, tuple) and len(message) == 2:
+        first, second = message
+        if type(first).__name__ == "Resume":
+            return f"an acknowledgement from worker {second}"
+        if isinstance(second, str):
+            return second
+    return repr(message)
+
+
+def _use_resume(implementation, case: Case) -> dict:
+    """The reader's handshake on a ToyPool (threads), whose workers acknowledge any Resume,
+    the reader's own included."""
+    workers = case.inputs["num_workers"]
+    pool = ToyPool(workers)
+    try:
+        tasks = 2 * workers  # prefetch_factor=2: two batches in flight per worker
+        received = interrupted_epoch(pool, tasks)
+        dropped = implementation(pool.index_queues, pool.result_queue)
+        old = {f"epoch 0, batch {b}" for b in range(tasks)} - {_label(m) for m in received}
+        returned = [_label(m) for m in dropped] if isinstance(dropped, (list, tuple)) else []
+        for batch in range(workers):  # the new epoch's first round of tasks
+            pool.dispatch(1, batch)
+        new = []
+        for _ in range(workers):
+            try:
+                new.append(_label(pool.receive(timeout=1.0)))
+            except queue.Empty:
+                break
+    finally:
+        pool.close()
+    return {
+        "what it returned is a": type(dropped).__name__,
+        "stale batches it did not return": sorted(old - set(returned)),
+        "what else it returned": sorted(label for label in returned if label not in old),
+        "the new epoch's first messages": sorted(new),
+    }
+
+
+register(Exercise(
+    reference=solutions.resume_workers,
+    cases=lambda: [Case({"num_workers": w},
+                        description=f"a ToyPool of {w} worker(s), epoch 0 left after its first "
+                                    f"result with {2 * w} batches dispatched, the last one "
+                                    "slow to fetch")
+                   for w in (1, 2, 3)],
+    run=_use_resume,
+    hint=("put a Resume() in every index queue, then take messages from the result queue "
+          "until one acknowledgement (Resume(), worker_id) per worker has come: everything "
+          "else you take on the way is a stale batch, to return in a list"),
+    time_limit=3.0,
+    piece="dataloader.resume_workers",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# State that reaches persistent workers
+
+
+def _use_curriculum(implementation, case: Case) -> dict:
+    n, workers, persistent, levels = (case.inputs[k] for k in
+                                      ("n", "num_workers", "persistent", "levels"))
+    dataset = implementation(n)
+    with more_workers_than_cpus_is_fine():
+        arguments = workers_for_a_check(workers)
+        loader = DataLoader(dataset, batch_size=2, collate_fn=list, **arguments,
+                            persistent_workers=persistent and arguments["num_workers"] > 0)
+        seen = {}
+        for level in levels:
+            dataset.set_level(level)
+            batches = take(loader, n + 1)
+            seen[f"after set_level({level})"] = [sample for batch in batches for sample in batch]
+    return seen
+
+
+def _curriculum_cases() -> list[Case]:
+    def case(workers, persistent, levels, hint):
+        return Case({"n": 4, "num_workers": workers, "persistent": persistent,
+                     "levels": levels},
+                    description=f"CurriculumDataset(4), DataLoader(batch_size=2, num_workers="
+                                f"{workers}, persistent_workers={persistent}), set_level "
+                                f"before each epoch: {', '.join(map(str, levels))}",
+                    hint=hint)
+
+    return [
+        case(0, False, (0.25, 0.75), "without workers the main process fetches: sample i is "
+             "(i, level) with level a Python float"),
+        case(2, True, (0.0, 0.5, 1.0), "persistent workers hold copies made before the first "
+             "epoch: the level must live in memory they share with the main process, made "
+             "in __init__ (multiprocessing.Value('d'), or a tensor after .share_memory_())"),
+        case(1, False, (0.5, 1.0), "new workers each epoch copy the dataset again: this works "
+             "with shared memory too"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.CurriculumDataset,
+    cases=_curriculum_cases,
+    run=_use_curriculum,
+    hint=("keep the level in shared memory made in __init__; set_level writes it, and "
+          "__getitem__ returns (i, level) with level as a float"),
+    time_limit=5.0,
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Worker seeds, epoch after epoch
+
+
+def _seed_hint(workers: int, epochs: int, persistent: bool) -> str:
+    if persistent and workers == 0:
+        return ("persistent workers need workers: the DataLoader refuses persistent_workers=True "
+                "with num_workers=0 (ValueError), and so does your function")
+    if epochs == 0:
+        return "no epoch: an empty list"
+    if workers == 0:
+        return "no workers: one empty list per epoch"
+    if persistent:
+        return ("persistent workers: the loader keeps one iterator, which drew its base seed "
+                "once, in the first epoch: every epoch has the same seeds")
+    return ("every epoch makes a new iterator, which draws a new base seed from the "
+            "generator: worker w's seed is that base seed + w")
+
+
+class WorkerSeeds(Dataset):
+    """Sample w is the seed of the worker that reads it (with batch_size=1, worker w reads
+    sample w): a real loader tells the seeds of its workers."""
+
+    def __init__(self, num_workers: int):
+        self.num_workers = num_workers
+
+    def __len__(self):
+        return self.num_workers
+
+    def __getitem__(self, index):
+        return get_worker_info().seed
+
+
+def _torch_seeds_by_epoch(generator_seed, num_workers, epochs, persistent):
+    """torch's answer: the seeds its workers get, read from real workers, epoch by epoch."""
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(WorkerSeeds(num_workers), batch_size=1, collate_fn=lambda b: b[0],
+                            **workers_for_a_check(num_workers), persistent_workers=persistent,
+                            generator=torch.Generator().manual_seed(generator_seed))
+        return [list(loader) for _ in range(epochs)]
+
+
+register(Exercise(
+    reference=solutions.worker_seeds_by_epoch,
+    oracle=_torch_seeds_by_epoch,
+    cases=lambda: [Case({"generator_seed": s, "num_workers": w, "epochs": e,
+                         "persistent": p}, hint=_seed_hint(w, e, p))
+                   for s, w, e, p in [(0, 2, 3, False), (0, 2, 3, True), (1, 3, 2, False),
+                                      (5, 1, 1, True), (7, 0, 2, False), (3, 2, 0, True),
+                                      (11, 4, 2, True), (2, 0, 2, True)]],
+    hint=("one generator seeded with generator_seed for the whole run; each base seed is "
+          "one int64 draw from it (chapter 5's draw), made for each new iterator: how many "
+          "iterators does a run make, with and without persistent workers?"),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The worker loop, grown: it answers Resume
+
+
+class Counting(IterableDataset):
+    """A stream of ``n`` numbers that counts (in its own copy) how often it was started."""
+
+    def __init__(self, n: int):
+        self.n, self.started = n, 0
+
+    def __iter__(self):
+        self.started += 1
+        return iter([(i, self.started) for i in range(self.n)])
+
+
+def _resume_worker_cases() -> list[Case]:
+    def case(dataset, tasks, hint, in_a_process=True):
+        where = "in a real worker process (fork), " if in_a_process else ""
+        shown = (f"the squares of 0..{dataset[1] - 1}" if dataset[0] == "squares" else
+                 f"a stream of {dataset[1]} numbers, each with how often the stream was started")
+        return Case({"dataset": dataset, "tasks": tuple(tasks), "in_a_process": in_a_process},
+                    description=f"{where}worker 0 of 1; dataset: {shown}; index queue: "
+                                f"{tasks_text(tasks)}", hint=hint)
+
+    resume = "RESUME"  # a Resume() of the learner's own worker.py, put in by the run
+    return [
+        case(("squares", 6), [(0, (0, 1)), resume, (0, (2, 3)), None],
+             "a Resume() in the index queue: put (the Resume, worker_id) on the result queue, "
+             "after everything sent before, and go on with the tasks of the new epoch",
+             in_a_process=False),
+        case(("stream", 3), [(0, (None, None)), (1, (None, None)), (2, (None, None)), resume,
+                             (0, (None, None)), (1, (None, None)), None],
+             "after a Resume, make a new fetcher (a stream starts again: iter(dataset)), and "
+             "forget that the last epoch's stream ended"),
+        case(("stream", 2), [(0, (None, None)), resume, resume, (0, (None,)), None],
+             "every Resume is acknowledged, even with no task in between"),
+    ]
+
+
+def _use_resume_worker(implementation, case: Case) -> dict:
+    resume = sys.modules[worker_module_of(implementation)].Resume
+    tasks = [resume() if task == "RESUME" else task for task in case.inputs["tasks"]]
+    kind, n = case.inputs["dataset"]
+    dataset = tuple(i * i for i in range(n)) if kind == "squares" else Counting(n)
+    # dataset, [queues and done_event], auto_collation, collate_fn, drop_last, base_seed,
+    # init_fn, worker_id, num_workers
+    arguments = (dataset, True, list, False, 7, None, 0, 1)
+    seen = run_worker(implementation, arguments, tasks, case.inputs["in_a_process"])
+    if not case.inputs["in_a_process"]:
+        seen["tasks left unread"] = "(not compared)"
+    return seen
+
+
+register(Exercise(
+    reference=solutions.worker_loop,
+    name="worker_loop, resumed",
+    cases=_resume_worker_cases,
+    run=_use_resume_worker,
+    hint=("if isinstance(task, Resume): put (task, worker_id) on the result queue, make a new "
+          "fetcher, set ended back to False, and continue"),
+    forbidden=WORKER_PIECES,
+    allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
+    time_limit=5.0,
+    piece="worker.worker_loop",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The iterator, grown: _reset starts a new epoch with the same workers
+
+
+def _reset_cases() -> list[Case]:
+    persistent = {"num_workers": 2, "persistent_workers": True}
+    return [
+        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2, "shuffle": True,
+                                       "generator": 3, "persistent_workers": True},
+                      "the base seed is drawn once, in __init__ (persistent workers keep their "
+                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
+                                        **persistent},
+                      "_reset(loader): a new pass over the batch sampler, batch numbers from 0 "
+                      "again, then resume_workers (what epoch 2 left in flight is dropped), "
+                      "then the prefetch window; the same worker processes every epoch",
+                      epochs=(None, 1, None)),
+        iterator_case(("stream", 7, (1, 1)), {"batch_size": 2, **persistent},
+                      "streams start again every epoch: resume_workers gives a worker whose "
+                      "stream ended a new fetcher, so it is active again after _reset (do not "
+                      "send it None: it stays for the next epoch)",
+                      watch=(), epochs=(None, None)),
+        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
+                      "without persistent workers, the end of the epoch still stops them"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, persistent",
+    oracle=_TorchIterator,
+    cases=_reset_cases,
+    run=use_iterator,
+    hint=("move what starts an epoch (the sampler's iterator, the counters, the buffer, the "
+          "prefetch) into _reset(loader, first_iter=False), which __init__ calls with "
+          "first_iter=True; later calls run resume_workers first"),
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The DataLoader, grown: one iterator for all epochs when the workers persist
+
+
+def _use_persistent_loader(implementation, case: Case) -> dict:
+    size, arguments, stops = (case.inputs[k] for k in ("size", "arguments", "epochs"))
+    dataset = Numbers(size)
+    running_before = set(children())  # an earlier case's workers may live on
+    torch.manual_seed(0)
+    with more_workers_than_cpus_is_fine():
+        loader = implementation(dataset, **loader_arguments(arguments))
+        readers, iterators, seen = Readers(), [], {}
+        for epoch, stop_after in enumerate(stops):
+            iterators.append(iter(loader))
+            seen[f"epoch {epoch + 1}"] = one_epoch(iterators[-1], readers, 3 * size + 3,
+                                                   stop_after)
+    seen["iter(loader) gave the same iterator every epoch"] = all(
+        it is iterators[0] for it in iterators)
+    seen["worker processes still running"] = len(set(children()) - running_before)
+    return seen
+
+
+def _persistent_loader_cases() -> list[Case]:
+    def case(size, arguments, hint, epochs=(None, None, None)):
+        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return Case({"size": size, "arguments": tuple(arguments.items()), "epochs": epochs},
+                    description=f"DataLoader(a dataset of {size} samples (i, pid), {shown}); "
+                                f"{len(epochs)} epochs" + (", the second left after one batch"
+                                                            if epochs[1] is not None else ""),
+                    hint=hint)
+
+    return [
+        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
+             "persistent_workers=True: the first iter() makes the MultiProcessIterator and "
+             "keeps it (self._iterator); every later iter() calls its _reset(self) and returns "
+             "the same iterator"),
+        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
+             "an epoch left with break: the next iter() still resets the same iterator",
+             epochs=(None, 1, None)),
+        case(6, {"batch_size": 2, "num_workers": 2},
+             "without persistent workers, every iter() makes a new iterator, with new workers"),
+        case(6, {"batch_size": 2}, "num_workers=0: the SingleProcessIterator, as in chapter 5"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.DataLoader,
+    name="DataLoader, persistent",
+    oracle=DataLoader,
+    cases=_persistent_loader_cases,
+    run=_use_persistent_loader,
+    hint=("__init__ as in chapter 5; __iter__: without workers a SingleProcessIterator, without "
+          "persistent workers a new MultiProcessIterator; with them, make one the first time "
+          "and keep it in self._iterator, then _reset(self) it at every later epoch"),
+    forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
+                                 "torch.utils.data.dataloader.DataLoader"),
+    time_limit=8.0,
+    piece="dataloader.DataLoader",
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Check yourself
+
+register(Choice(
+    "ch08-when-persistence-pays", answer="b", why={
+        "a": "without persistence the workers start again at every epoch, not once: the "
+             "saving is one start per epoch after the first",
+        "c": "an epoch's loading (2 minutes) is not made faster: only the 4 s start of each "
+             "epoch after the first goes away",
+        "d": "persistence helps with every start method, spawn most of all: a spawned "
+             "worker's start is the costly one",
+    }))
+
+register(Choice(
+    "ch08-what-is-kept", answer="d", why={
+        "a": "the process is the very thing persistence keeps: no new process, nothing to "
+             "import again",
+        "b": "the worker's copy of the dataset lives as long as its process: what the worker "
+             "changed in it is still changed in the next epoch",
+        "c": "a persistent worker is not seeded again: its generators go on from where the "
+             "last epoch left them",
+    }))
+
+
+def _seeds_of_a_persistent_run() -> int:
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(WorkerSeeds(2), batch_size=1, collate_fn=lambda b: b[0],
+                            **workers_for_a_check(2), persistent_workers=True,
+                            generator=torch.Generator().manual_seed(0))
+        return len({seed for _ in range(3) for seed in loader})
+
+
+register(Prediction(
+    "ch08-persistent-seeds", measure=_seeds_of_a_persistent_run,
+    why="persistent workers are seeded once, when they start: 2 workers, 2 seeds, whatever "
+        "the number of epochs",
+    mistakes={6: "6 would be 3 epochs of 2 new workers; persistent workers start, and are "
+                 "seeded, once",
+              3: "the seeds belong to the workers, not to the epochs",
+              1: "every worker gets a seed of its own: base seed + worker id"},
+))
+
+register(Choice(
+    "ch08-why-wait-for-ack", answer="b", why={
+        "a": "persistent workers are not restarted: the processes are still there",
+        "c": "a persistent worker is not seeded again at the handshake: its generators go on",
+        "d": "a worker's index queue holds tasks while the worker is busy: it could receive "
+             "them at any time",
+    }))
+
+
+class EpochReporter(Dataset):
+    """Every sample is the epoch that ``set_epoch`` last gave this copy of the dataset."""
+
+    def __init__(self, n: int):
+        self.n, self.epoch = n, 0
+
+    def set_epoch(self, epoch: int):
+        self.epoch = epoch
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return self.epoch
+
+
+def _epoch_seen_by_persistent_workers() -> int:
+    dataset = EpochReporter(8)
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(dataset, batch_size=2, **workers_for_a_check(2),
+                            persistent_workers=True)
+        for epoch in range(3):
+            dataset.set_epoch(epoch)
+            seen = {value for batch in loader for value in batch.tolist()}
+    return max(seen)
+
+
+register(Prediction(
+    "ch08-stale-epoch", measure=_epoch_seen_by_persistent_workers,
+    why="the workers copied the dataset before the first epoch, when its epoch was 0; "
+        "set_epoch changes the main process's object only",
+    mistakes={2: "set_epoch(2) changed the dataset of the main process; the persistent "
+                 "workers read their own copies, made before the first epoch",
+              1: "no epoch's set_epoch reaches persistent workers: their copies were made "
+                 "once, before the first epoch"},
+))

@@ -1,0 +1,1 @@
+"""Chapter 9: its checks, solution, demos."""

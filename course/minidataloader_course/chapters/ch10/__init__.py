@@ -1,0 +1,1 @@
+"""Chapter 10: its checks, solution, demos and milestone."""

@@ -1,0 +1,1 @@
+"""Chapter 11: its checks, solution, demos."""

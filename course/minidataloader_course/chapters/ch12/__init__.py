@@ -1,0 +1,1 @@
+"""Chapter 12: its checks, solution, demos."""

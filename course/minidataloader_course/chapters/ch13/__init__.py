@@ -1,0 +1,1 @@
+"""Chapter 13: its checks, solution, demos and milestone."""

@@ -1,0 +1,110 @@
+"""Milestone 13: the learner's complete loader runs the capstone's two training runs (chapter
+13) with two worker processes that persist from epoch to epoch and the pinning path, and
+gives torch's loss at every step.
+
+The runs are the chapter's own (``demo.ch13_capstone``); they take ``data``, a module with
+``DataLoader``, ``random_split`` and ``Subset``. The learner's side gets their ``DataLoader``
+with torch's ``random_split`` and ``Subset`` (the runs call them, not the learner's code).
+
+Pinning: without an accelerator neither loader pins, so the runs hand the training loader a
+stand-in pin function (chapter 9's hook, ``loader._pin_memory_fn``), which copies each batch
+and counts it. The learner's iterator calls it in its pin thread; torch's loader knows no such
+hook, so on torch's side each batch it yields goes through the stand-in, where its pin thread
+would pin it on a machine with an accelerator. A pin path that is skipped, or that pins
+anything but batches, shows in the count.
+"""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import torch
+import torch.utils.data
+
+from minidataloader_course.chapters.ch13 import capstone
+from minidataloader_course.milestones import Milestone, Suite, register_milestone
+
+
+class StandInPin:
+    """A pin function for a machine without an accelerator: every tensor of the batch
+    copied (as pinning copies it, to page-locked memory), and the batches counted."""
+
+    def __init__(self):
+        self.batches = 0
+
+    def __call__(self, batch):
+        self.batches += 1
+        return [part.clone() if isinstance(part, torch.Tensor) else part for part in batch]
+
+
+class TorchLoader(torch.utils.data.DataLoader):
+    """torch's DataLoader; each batch it yields goes through ``_pin_memory_fn`` when one is
+    set, where torch's pin thread pins it on a machine with an accelerator."""
+
+    def __iter__(self):
+        batches = super().__iter__()
+        pin_fn = getattr(self, "_pin_memory_fn", None)
+        return batches if pin_fn is None else map(pin_fn, batches)
+
+
+def library(data) -> types.SimpleNamespace:
+    """What the runs take as ``data``: the loader under test, and torch's splitting."""
+    loader = TorchLoader if data is torch.utils.data else data.DataLoader
+    return types.SimpleNamespace(DataLoader=loader, random_split=torch.utils.data.random_split,
+                                 Subset=torch.utils.data.Subset)
+
+
+# The runs split their data with torch's random_split and Subset; spawned workers get the
+# Subset pickled, which looks the class up where the learner's code starts them.
+SPLITTING = ("Dataset", "IterableDataset", "Sampler", "Subset", "random_split")
+RUNS = {"diabetes": capstone.train_diabetes, "digits": capstone.train_digits}
+
+
+def training_run(data, spec: dict) -> dict:
+    """One of the chapter's runs, with ``data``'s DataLoader: what the script sees."""
+    pin = StandInPin()
+    more = {"persistent_workers": True} if spec["run"] == "digits" else {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # every floating-point sum in the same order, on both sides
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pin_memory without an accelerator; CPUs
+            run = RUNS[spec["run"]](library(data), epochs=spec["epochs"], num_workers=2,
+                                    pin_fn=pin, **more)
+    finally:
+        torch.set_num_threads(threads)
+    return {"the loss of every step": run.losses,
+            "validation accuracy after each epoch": run.accuracy,
+            "batches given to the pin function": pin.batches,
+            "random numbers drawn afterwards": run.drawn_after}
+
+
+def describe(spec: dict) -> str:
+    what = {"diabetes": "Run 1, chapter 1's diabetes network (the split, the weights and "
+                        "the shuffles from the global generator)",
+            "digits": "Run 2, the digits classifier (RandomShift drawn inside the workers, "
+                      "shuffled by the script's generator)"}[spec["run"]]
+    return (f"{what}: {spec['epochs']} epochs, DataLoader(batch_size=32, shuffle=True, "
+            f"num_workers=2, persistent_workers=True, pin_memory=True) with a stand-in pin "
+            f"function")
+
+
+register_milestone(Milestone(
+    number=13,
+    title="your DataLoader in the capstone's training runs",
+    suites=[
+        Suite(name="Run 1: the diabetes network, loss for loss",
+              cases=lambda: [{"run": "diabetes", "epochs": 3}],
+              observe=training_run, describe=describe, time_limit=90.0, allowed=SPLITTING,
+              hint="the shuffles and base seeds come from the global generator, one after "
+                   "the other: persistent workers draw ONE base seed, at the first epoch; "
+                   "every batch goes through loader._pin_memory_fn once, in your pin thread"),
+        Suite(name="Run 2: digits, augmented in the workers",
+              cases=lambda: [{"run": "digits", "epochs": 2}],
+              observe=training_run, describe=describe, time_limit=90.0, allowed=SPLITTING,
+              hint="the shifts are drawn in the workers: each worker seeded with base_seed + "
+                   "its id, once (they persist: the second epoch goes on from there), batch "
+                   "i to worker i % 2"),
+    ],
+))

@@ -1,0 +1,1 @@
+"""Chapter 14: its checks, solution, demos."""

@@ -1,0 +1,210 @@
+"""Check-yourself items: questions whose answers are checked, with the verdicts of exercises.
+
+Two kinds, registered in a chapter's ``chNN.py`` with the same ``register`` as exercises:
+
+- :class:`Choice`: multiple choice. The learner answers with a letter; a wrong letter's
+  verdict says why that option is wrong (``why``), without giving the right one away.
+- :class:`Prediction`: predict, then run. The learner writes what they expect (a number, a
+  list, a word); the check runs the real thing (``measure``, which runs torch where torch is
+  the rule) and compares. A wrong prediction's verdict shows the real value, and why
+  (``mistakes`` for the wrong predictions a learner is likely to make, ``why`` otherwise).
+
+The chapter holds the question and a collapsed "Answer" (see README.md, "Check yourself");
+the workbook gets both, an answer cell (``answer = None``) and ``check_answer(name, answer)``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from minidataloader_course.checker.compare import difference, short
+from minidataloader_course.checker.verdict import FAILED, NOT_ANSWERED, PASSED, Verdict
+
+NAME = re.compile(r"^ch\d\d-[a-z0-9]+(-[a-z0-9]+)*$")
+_WRONG_AGAIN = ("think again, change your answer, and run both cells again; the collapsed "
+                "Answer below explains it")
+_MORE = "the collapsed Answer below says more"
+
+
+@dataclass
+class Choice:
+    """A multiple-choice item. ``name`` is the chapter's label of the item, ``chNN-slug``
+    (the chapter's admonition has ``:name: chNN-slug``); ``answer`` the right option's
+    letter; ``why`` every wrong option's letter, with why it is wrong (the verdict shows it
+    to a learner who chose it). The options are ``answer`` and the letters of ``why``."""
+
+    name: str
+    answer: str
+    why: dict[str, str]
+    chapter: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        _check_name(self.name)
+        letters = [self.answer, *self.why]
+        if any(not re.fullmatch(r"[a-z]", letter) for letter in letters):
+            raise ValueError(f"item {self.name!r}: options are single letters a, b, c, ...; "
+                             f"got {letters}")
+        if self.answer in self.why:
+            raise ValueError(f"item {self.name!r}: the answer {self.answer!r} is also in why")
+        if sorted(letters) != [chr(ord("a") + k) for k in range(len(letters))]:
+            raise ValueError(f"item {self.name!r}: the options must be a, b, c, ... without "
+                             f"gaps; got {sorted(letters)}")
+        if len(letters) < 2 or not all(text.strip() for text in self.why.values()):
+            raise ValueError(f"item {self.name!r}: at least two options, and a reason for "
+                             f"every wrong one")
+
+    @property
+    def options(self) -> list[str]:
+        return sorted([self.answer, *self.why])
+
+    def prompt(self) -> str:
+        """What the workbook's answer cell asks for."""
+        letters = [f'"{letter}"' for letter in self.options]
+        return f"your choice: {', '.join(letters[:-1])} or {letters[-1]}"
+
+    def right_answer(self) -> str:
+        return self.answer
+
+    def judge(self, answer) -> Verdict:
+        if answer is None:
+            return _not_answered(self.name)
+        letter = str(answer).strip().strip(".)").lower() if isinstance(answer, str) else None
+        if letter not in self.options:
+            return Verdict(self.name, FAILED, f"{self.name}: answer with one of the letters "
+                           f"{', '.join(self.options)}", got=short(answer, 60),
+                           hint=f'write the letter as a string, e.g. answer = "{self.options[0]}"',
+                           in_doubt="")
+        if letter == self.answer:
+            return Verdict(self.name, PASSED, f"{self.name}: {letter} is right", got=letter,
+                           hint=_MORE)
+        return Verdict(self.name, FAILED, f"{self.name}: not {letter}", got=letter,
+                       problem=self.why[letter], hint=_WRONG_AGAIN, in_doubt="")
+
+
+@dataclass
+class Prediction:
+    """A predict-then-run item. ``measure()`` runs the real thing and returns the right
+    answer as plain data (a number, a string, a list, ...): torch's own behaviour where
+    torch is the rule. ``why`` is shown with a wrong prediction, unless ``mistakes`` has
+    that prediction (the likely wrong ones, each with its own explanation). ``compare``
+    is ``(expected, got) -> None or a sentence``; by default numbers are compared by value
+    (``2.0`` is ``2``), everything else with ``difference``. ``prompt`` is what the answer
+    cell asks for."""
+
+    name: str
+    measure: Callable[[], Any]
+    why: str
+    mistakes: dict = field(default_factory=dict)
+    compare: Callable[[Any, Any], str | None] | None = None
+    prompt_text: str = "a number"
+    chapter: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        _check_name(self.name)
+        if not self.why.strip():
+            raise ValueError(f"item {self.name!r}: give why, the explanation of a wrong "
+                             f"prediction")
+
+    def prompt(self) -> str:
+        return f"your prediction: {self.prompt_text}"
+
+    def right_answer(self):
+        from minidataloader_course.checker.sandbox import untouched_rng
+
+        with untouched_rng():  # the real run must not change the learner's random numbers
+            return self.measure()
+
+    def judge(self, answer) -> Verdict:
+        if answer is None:
+            return _not_answered(self.name)
+        expected = self.right_answer()
+        problem = (self.compare or same_value)(expected, answer)
+        if not problem:
+            return Verdict(self.name, PASSED, f"{self.name}: right, the real run gives "
+                           f"{short(expected, 60)}", got=short(answer, 60), hint=_MORE)
+        known = tuple(answer) if isinstance(answer, list) else answer
+        try:
+            reason = self.mistakes.get(known)
+        except TypeError:  # an unhashable answer is no known mistake
+            reason = None
+        return Verdict(self.name, FAILED, f"{self.name}: you predicted {short(answer, 40)}, "
+                       f"the real run gives {short(expected, 40)}", expected=short(expected),
+                       got=short(answer), problem=reason or self.why, hint=_WRONG_AGAIN,
+                       in_doubt="")
+
+
+Question = Choice | Prediction
+
+
+def same_value(expected, got) -> str | None:
+    """A prediction is judged by its value, not its type: numbers by value (``2.0`` is
+    ``2``), a list and a tuple by their items, anything else as ``difference`` compares."""
+    numbers = (int, float)
+    if isinstance(expected, numbers) and isinstance(got, numbers) and not isinstance(
+            expected, bool) and not isinstance(got, bool):
+        return None if math.isclose(expected, got, rel_tol=1e-9, abs_tol=0.0) else \
+            f"expected {expected!r}, got {got!r}"
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(expected) != len(got):
+            return f"expected {len(expected)} items, got {len(got)}"
+        for index, (e, g) in enumerate(zip(expected, got)):
+            problem = same_value(e, g)
+            if problem:
+                return f"item [{index}]: {problem}"
+        return None
+    return difference(expected, got)
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name):
+        raise ValueError(f"item name {name!r}: write it as the chapter's label, chNN-slug "
+                         f"(e.g. 'ch02-copy-on-read')")
+
+
+def _not_answered(name: str) -> Verdict:
+    return Verdict(name, NOT_ANSWERED, f"{name}: replace None with your answer in the cell "
+                   f"above, run it, then run this cell")
+
+
+_QUESTIONS: dict[str, Question] = {}
+
+
+def register_question(item: Question) -> Question:
+    """Add an item to the book's registry (``register`` does this for an item)."""
+    item.chapter = item.name[:4]
+    existing = _QUESTIONS.get(item.name)
+    if existing is not None and type(existing) is not type(item):
+        raise ValueError(f"two check-yourself items are called {item.name!r}")
+    _QUESTIONS[item.name] = item
+    return item
+
+
+def questions() -> dict[str, Question]:
+    """Every registered check-yourself item, by name (imports every ``chNN`` module)."""
+    from minidataloader_course.checker.framework import exercises
+
+    exercises()
+    return dict(_QUESTIONS)
+
+
+def check_answer(name: str, answer) -> Verdict:
+    """Check your answer to the check-yourself item ``name`` (the workbook writes this call
+    under each item). ``answer`` is a letter for a multiple-choice item, your prediction
+    for a predict-then-run item (the check runs the real thing first), or ``None`` while
+    you have not answered. Returns a :class:`Verdict`, printed outside Jupyter."""
+    from minidataloader_course.checker.check import shown
+
+    known = questions()
+    item = known.get(name) if isinstance(name, str) else None
+    if item is None:
+        import difflib
+
+        close = difflib.get_close_matches(str(name), known, n=1)
+        return shown(Verdict(str(name), FAILED, f"there is no check-yourself item called "
+                             f"{name!r}", hint=f"did you mean {close[0]!r}?" if close else "",
+                             in_doubt=""))
+    return shown(item.judge(answer))
