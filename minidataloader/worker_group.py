@@ -15,6 +15,7 @@ owns them:
 from __future__ import annotations
 
 import atexit
+import ctypes
 import errno
 import multiprocessing.connection
 import os
@@ -31,8 +32,7 @@ from .worker import _STATUS_CHECK_INTERVAL
 _SHUTDOWN_TIMEOUT = 5.0
 
 _DEATH_HINTS = {
-    "SIGKILL": "; often the out-of-memory killer (see `dmesg`): use fewer workers, smaller "
-               "batches, or a dataset that holds less in memory",
+    "SIGKILL": "; often the out-of-memory killer (see `dmesg`): fewer workers or smaller batches",
     "SIGBUS": "; often shared memory (/dev/shm) too small, as in Docker's 64 MB default: "
               "start the container with --shm-size=2g or --ipc=host",
     "SIGSEGV": "; a crash in native code the dataset called",
@@ -74,6 +74,17 @@ def _raise_if_out_of_file_descriptors() -> None:
             os.close(fd)
 
 
+class _DoneFlag(ctypes.c_bool):
+    """The group's ``done_event``, a bool in shared memory: the main process sets its
+    ``value``, the workers ask ``is_set()``. Not a ``multiprocessing.Event``, whose
+    ``is_set()`` takes a lock shared by every process: a worker killed while it holds it
+    (SIGKILL, the out-of-memory killer) leaves it taken for good, and the shutdown's
+    ``set()`` then waits forever (torch's does). Reading or writing a bool takes no lock."""
+
+    def is_set(self) -> bool:
+        return self.value
+
+
 class _WorkerGroup:
     """The worker processes of one iterator with their queues, and the pin-memory thread:
     what a multi-process iterator starts, and what ``shutdown()`` stops.
@@ -97,7 +108,7 @@ class _WorkerGroup:
         self.owner_pid = os.getpid()
         self.context = context
         self.result_queue = context.Queue()  # see NOTE [ Messages on the result queue ]
-        self.done_event = context.Event()  # set: skip remaining tasks
+        self.done_event = context.RawValue(_DoneFlag)  # set: skip remaining tasks
         self.index_queues, self.workers = [], []  # only started workers: those we may join
         self.pin_thread = self.pin_done_event = None
 
@@ -110,13 +121,12 @@ class _WorkerGroup:
             # As torch does: a warning (a bare pickling error reads like a bug in the
             # loader), then the error; both say what to change.
             message = (
-                f"A DataLoader worker could not be started. With the "
-                f"{self.context.get_start_method()!r} start method each worker receives a "
-                "pickled copy of the dataset, collate_fn and worker_init_fn, and pickle sends "
-                "functions and classes by name: a lambda, a function or class defined inside "
-                "another function, or one defined in a notebook cannot be sent. Define them at "
-                "the top level of a .py module and import them, or use "
-                "multiprocessing_context='fork' (Linux, macOS).")
+                "A DataLoader worker could not be started. With the "
+                f"{self.context.get_start_method()!r} start method each worker gets a pickled "
+                "copy of the dataset, collate_fn and worker_init_fn, and pickle sends functions "
+                "and classes by name: a lambda, or a function or class defined in a function or "
+                "a notebook, cannot be sent. Define them at the top level of a .py module and "
+                "import them, or use multiprocessing_context='fork' (Linux, macOS).")
             warnings.warn(message, stacklevel=5)  # the line that called iter(loader)
             raise type(error)(f"{message} Pickling said: {error}") from error
         self.index_queues.append(index_queue)
@@ -140,7 +150,7 @@ class _WorkerGroup:
                 self.pin_done_event.set()
                 self.result_queue.put((None, None))  # wake it if it waits
                 self.pin_thread.join(timeout=_SHUTDOWN_TIMEOUT)
-            self.done_event.set()
+            self.done_event.value = True
             for index_queue in self.index_queues:
                 index_queue.put(None)  # a retired worker may get a second one: harmless
             self._drain(deadline=time.monotonic() + _SHUTDOWN_TIMEOUT)
@@ -149,11 +159,9 @@ class _WorkerGroup:
                 queue_.close()
         finally:
             for worker in self.workers:
-                if worker.is_alive():  # stuck in a sample, or deaf: end it
-                    worker.terminate()
-                    worker.join(timeout=_STATUS_CHECK_INTERVAL)
+                for end in (worker.terminate, worker.kill):  # stuck in a sample, or deaf
                     if worker.is_alive():
-                        worker.kill()
+                        end()
                         worker.join(timeout=_STATUS_CHECK_INTERVAL)
 
     def _drain(self, deadline: float) -> None:
