@@ -13,7 +13,7 @@ PYTEST := $(BIN)/python -m pytest
 # worker that runs out of tests takes half of the other's, so neither idles at the end.
 XDIST  ?= -n 2 --dist worksteal
 
-.PHONY: setup book book-strict serve lab test lint unit browser chromium clean workbooks
+.PHONY: setup book book-under-load book-strict serve lab test lint unit browser chromium clean workbooks
 
 setup: $(STAMP)
 
@@ -24,11 +24,21 @@ $(STAMP): requirements.txt pyproject.toml course/pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . -e course
 	touch $(STAMP)
 
-## make book: set up and build the book (notebooks executed, results cached between builds)
+## make book: set up and build the book (notebooks executed, results cached between builds).
+## Every page is built, one whose cell fails too (the error is shown at that cell); at the end
+## the failing pages are listed, and make book fails.
 book: setup
-	$(JB) build .
-	@echo
-	@echo "The book: file://$(CURDIR)/_build/html/index.html   (or: make serve)"
+	@status=0; $(JB) build . || status=1; \
+	$(BIN)/python -m tests.book.build_report _build || status=1; \
+	echo; echo "The book: file://$(CURDIR)/_build/html/index.html   (or: make serve)"; \
+	exit $$status
+
+## make book-under-load: every page that times something, executed while CPU-bound processes
+## keep each core busy (two per core); fails if a cell fails. About 10 minutes on 2 cores, so
+## not part of make test, which runs the cells that failed on busy machines before
+## (tests/book/test_timing_claims.py).
+book-under-load: setup
+	$(BIN)/python -m tests.book.under_load
 
 ## the build `make test` runs: every notebook re-executed, any warning is an error
 book-strict: setup
