@@ -259,19 +259,43 @@ class DataLoader(Generic[T_co]):
 
     def check_worker_number_rationality(self) -> None:
         """Warn when there are more workers than CPUs this process may use."""
-        if not self.num_workers:
-            return
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        if cpus is None or self.num_workers > cpus:
+        if self.num_workers and (cpus is None or self.num_workers > cpus):
             warnings.warn(f"This DataLoader will start {self.num_workers} worker processes, but "
                           f"this process may use {cpus or 'an unknown number of'} CPUs. Extra "
                           "workers compete for the same cores and can slow loading down or "
                           "freeze it; lower num_workers.", stacklevel=2)
 
 
+# NOTE [ Hooks for the stateful loader ]
+# minidataloader.stateful checkpoints and resumes an epoch through these names, and touches
+# no other private state of the loader or its iterators (tests/library/stateful/
+# test_hooks.py holds it to this list). Here each one does what torch does:
+#
+#   DataLoader._new_base_seed()             the epoch's one draw; a resumed epoch: the saved one
+#   DataLoader._get_iterator()              the iterator an epoch runs
+#   DataLoader._iterator                    the persistent workers' iterator (None: start anew)
+#   _BaseDataLoaderIter._next_index()       each pull from the index stream
+#   _BaseDataLoaderIter._keepers            worker id (None: this process) -> what makes its
+#                                           fetcher and wraps its results: NOTE [ The keeper hook ]
+#   _MultiProcessingDataLoaderIter._first_batch     an epoch's first batch number (and so
+#                                                   its first worker: see _reset)
+#   _MultiProcessingDataLoaderIter._reset()         a new epoch of persistent workers
+#   _MultiProcessingDataLoaderIter._get_data()      each message received
+#   _MultiProcessingDataLoaderIter._process_data()  each result consumed, and its worker
+#
+# Besides these, a subclass reads (and may replace) what _BaseDataLoaderIter.__init__
+# builds from the loader: _dataset, _dataset_kind, _index_sampler, _sampler_iter,
+# _num_workers, _persistent_workers, _base_seed, _num_yielded; and it names
+# _SingleProcessDataLoaderIter, _MultiProcessingDataLoaderIter, _DatasetKind,
+# _ExceptionWrapper, _is_error, _is_stream_end and _tracing.
+
+
 class _BaseDataLoaderIter:
     """One epoch over a DataLoader. Subclasses define ``_next_data()``: the next batch,
     or StopIteration at the end of the epoch."""
+
+    _keepers: dict = {}  # worker id (None: this process) -> its keeper: none here
 
     def __init__(self, loader: DataLoader) -> None:
         self._dataset = loader.dataset
@@ -352,7 +376,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         if self._timeout != 0:
             raise AssertionValueError("timeout limits the wait for worker processes, and "
                                       "num_workers=0 has none; leave timeout=0")
-        self._dataset_fetcher = _DatasetKind.create_fetcher(
+        self._dataset_fetcher = (self._keepers.get(None) or _DatasetKind).create_fetcher(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn,
             self._drop_last)
         _tracing.epoch_start(self, loader)
@@ -451,7 +475,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     # limit, never reads the result queue (its workers abandon what they have not sent,
     # with cancel_join_thread), and its workers wait for their None however long it takes.
 
-    _keepers: dict = {}  # worker id -> its keeper: none here (NOTE [ The keeper hook ])
+    _first_batch = 0  # the number of an epoch's first batch: 0 here
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
@@ -466,32 +490,35 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for worker_id in range(self._num_workers):
             index_queue = context.Queue()
             index_queue.cancel_join_thread()  # rule 2
-            group.start(context.Process(target=_worker_loop, daemon=True, args=(
-                self._dataset_kind, self._dataset, index_queue, group.result_queue,
-                group.done_event, self._auto_collation, self._collate_fn, self._drop_last,
-                self._base_seed, loader.worker_init_fn, worker_id, self._num_workers,
-                _tracing.worker_folder(), self._keepers.get(worker_id))), index_queue)
+            worker = context.Process(target=_worker_loop, daemon=True, kwargs=dict(
+                dataset_kind=self._dataset_kind, dataset=self._dataset, index_queue=index_queue,
+                result_queue=group.result_queue, done_event=group.done_event,
+                auto_collation=self._auto_collation, collate_fn=self._collate_fn,
+                drop_last=self._drop_last, base_seed=self._base_seed, worker_id=worker_id,
+                init_fn=loader.worker_init_fn, num_workers=self._num_workers,
+                trace_folder=_tracing.worker_folder(), keeper=self._keepers.get(worker_id)))
+            group.start(worker, index_queue)
+        self._data_queue = queue.Queue() if self._pin_memory else group.result_queue
         if self._pin_memory:
-            self._data_queue = queue.Queue()
             group.pin_done_event = threading.Event()
             group.pin_thread = threading.Thread(target=_pin_memory_loop, name="pin_memory",
                                                 daemon=True, args=(
                 group.result_queue, self._data_queue, self._pin_device_index,
                 group.pin_done_event, self._pin_fn))
             group.pin_thread.start()
-        else:
-            self._data_queue = group.result_queue
         self._reset(loader, first_iter=True)
 
     def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
         super()._reset(loader, first_iter)
         _tracing.epoch_start(self, loader)
-        self._send_idx = 0
-        self._rcvd_idx = 0
+        self._send_idx = self._rcvd_idx = self._first_batch
         self._task_info = {}  # batch number -> _Task: see the NOTE on the bookkeeping above
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
-        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        # Round robin from the first batch's worker on: batch b goes to worker b % num_workers.
+        first = self._send_idx % self._num_workers
+        turns = itertools.cycle(range(self._num_workers))
+        self._worker_queue_idx_cycle = itertools.islice(turns, first, None)
         if not first_iter:
             # Persistent workers: each answers _ResumeIteration after whatever it still had
             # to send from the last epoch (left over after a `break`), which is dropped here.
@@ -508,7 +535,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         """(True, message) from the data queue, or (False, None) after ``timeout`` seconds;
         raises if a worker died or the open-files limit was reached."""
         try:
-            return True, self._data_queue.get(timeout=timeout)
+            return True, self._data_queue.get(timeout=max(timeout, 0))
         except queue.Empty as error:
             self._raise_if_a_worker_died(error)
             return False, None
@@ -534,15 +561,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def _get_data(self):
         """The next message from the data queue, waiting at most ``timeout`` if set."""
-        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else math.inf
         while not self._pin_memory or self._group.pin_thread.is_alive():
-            wait = _STATUS_CHECK_INTERVAL
-            if deadline is not None:
-                wait = min(wait, max(deadline - time.monotonic(), 0))
+            wait = min(_STATUS_CHECK_INTERVAL, deadline - time.monotonic())
             success, data = self._try_get_data(wait)
             if success:
                 return data
-            if deadline is not None and time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 raise RuntimeError(
                     f"DataLoader timed out: no batch within timeout={self._timeout} s, though "
                     "every worker is alive: a sample is slow or stuck (a network read, a lock), or "

@@ -198,9 +198,10 @@ def _worker_loop(dataset_kind, dataset, index_queue, result_queue, done_event,
                  num_workers, trace_folder, keeper=None) -> None:
     # NOTE [ The keeper hook ]
     # A stateful loader (minidataloader.stateful) gives each worker a keeper (the
-    # iterator's _keepers): it creates the fetchers, restoring a saved position first, and
-    # wraps every result with the worker's state after it. Without one, this loop is
-    # exactly torch's.
+    # iterator's _keepers[worker_id]): it creates the fetchers, restoring a saved position
+    # first, and wraps every result with the worker's state after it. (Without workers, the
+    # main process's fetcher comes from _keepers[None].) Without one, this loop is exactly
+    # torch's.
     _tracing.attach_worker(trace_folder)
     parent = os.getppid()
     try:
