@@ -6,7 +6,8 @@
     python -m minidataloader.bench.gpu_bandwidth    # chapter 9's copies, on your CUDA GPU
     python -m minidataloader.bench.stateful_workloads   # chapter 14: ours vs torchdata's
 
-    __main__.py       the command above: runner.main()
+    __main__.py       the command above: cli.main()
+    cli.py            that command: the core workloads, then the stateful ones
     runner.py         runs the workloads with both libraries, alternating, and reports
     workloads.py      the workloads, one function each (add one there: see WORKLOADS)
     gpu_bandwidth.py  host-to-device copies from pageable and pinned memory
@@ -31,12 +32,21 @@ The JSON (``--json FILE``; read one with :func:`load_results`)::
 from minidataloader.bench.runner import (
     format_table,
     load_results,
-    main,
     measure,
     run_benchmark,
     verdict,
 )
 from minidataloader.bench.workloads import WORKLOADS
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m minidataloader.bench`` (cli.py). Imported when called: cli.py imports
+    stateful_workloads.py, which is also a program of its own (``python -m
+    minidataloader.bench.stateful_workloads``), and a module run with ``-m`` must not be
+    imported already, by this package, when it starts."""
+    from minidataloader.bench.cli import main as cli_main
+
+    return cli_main(argv)
 
 __all__ = ["WORKLOADS", "format_table", "load_results", "main", "measure", "run_benchmark",
            "verdict"]

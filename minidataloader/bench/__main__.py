@@ -1,6 +1,6 @@
 import sys
 
-from minidataloader.bench.runner import main
+from minidataloader.bench.cli import main
 
 if __name__ == "__main__":  # spawned workers import this module again: they must not run it
     sys.exit(main())

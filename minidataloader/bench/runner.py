@@ -17,7 +17,6 @@ pair, and ``verdict`` reads it (see :func:`verdict`).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import gc
 import json
@@ -35,8 +34,6 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 
-from .stateful_workloads import TITLE as STATEFUL_TITLE
-from .stateful_workloads import WORKLOADS as STATEFUL_WORKLOADS
 from .workloads import WORKLOADS, Workload
 
 LIBS = {"torch": tud, "mini": mdl}
@@ -222,34 +219,3 @@ def load_results(path: str | os.PathLike | None = None) -> dict:
     path = path or os.environ.get("MINIDATALOADER_FULL_RUN") or RESULTS
     with open(path, encoding="utf-8") as results:
         return json.load(results)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minidataloader.bench",
-        description="minidataloader against torch.utils.data: same workloads, same process.")
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller workloads, fewer pairs (under a minute)")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--workload", action="append", metavar="NAME",
-                        choices=[w.name for w in WORKLOADS + STATEFUL_WORKLOADS],
-                        help="run only this workload (repeatable); one of: %(choices)s")
-    parser.add_argument("--pairs", type=int, help="runs of each library per workload")
-    args = parser.parse_args(argv)
-    core = [w.name for w in WORKLOADS if not args.workload or w.name in args.workload]
-    report = run_benchmark(core, args.quick, args.pairs) if core else {"workloads": []}
-    if core:
-        print(format_table(report))
-    # The full run also measures the stateful extra against torchdata (chapter 14); --quick
-    # leaves it out (each torchdata run starts a process of its own), --workload names it.
-    stateful = ([w.name for w in STATEFUL_WORKLOADS if w.name in args.workload]
-                if args.workload else [] if args.quick else None)
-    if stateful is None or stateful:
-        report["stateful"] = run_benchmark(stateful, args.quick, args.pairs,
-                                           workloads=STATEFUL_WORKLOADS, title=STATEFUL_TITLE)
-        print(f"\n{STATEFUL_TITLE}\n(torch = torchdata 0.11's StatefulDataLoader, run in a "
-              "child process)")
-        print(format_table(report["stateful"]))
-    if args.json:
-        write_report(report, args.json)
-    return 0

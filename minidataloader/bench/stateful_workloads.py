@@ -28,6 +28,7 @@ import time
 
 import torch
 
+from .runner import format_table, run_benchmark, write_report
 from .workloads import Workload
 
 CHILD_TIMEOUT = 300
@@ -167,8 +168,6 @@ def main(argv: list[str] | None = None) -> int:
                                       **json.loads(args.settings))
         print(json.dumps(result))
         return 0
-    from .runner import format_table, run_benchmark, write_report
-
     report = run_benchmark(args.workload, args.quick, args.pairs, workloads=WORKLOADS,
                            title=TITLE)
     print("(torch = torchdata 0.11's StatefulDataLoader, run in a child process)")
