@@ -31,10 +31,11 @@ same seeds its batches are torch's.
 #     draws from, as they were at its first          the iterator iter(dataset) returned
 #     pull (a Stateful sampler: its state          ...each reported with every result,
 #     before iter()), and how many pulls             and saved as of the last result of
-#     were made                                      w's that the main process YIELDED
-#   the batches in flight: dispatched, not
-#     yet yielded, and which worker has each
-#   whose turn it is next (round robin)
+#     were made                                      w's that the main process CONSUMED
+#   the pulls in flight: dispatched, not yet
+#     yielded
+#   whose turn is next: the worker after the
+#     one whose batch was yielded last
 #
 #   time --------------------------------------------------------------------------->
 #   yielded        b0(w0) b1(w1) b2(w0) b3(w1) | state_dict()
@@ -42,37 +43,44 @@ same seeds its batches are torch's.
 #                                              | b6(w0: queued)          b7(w1: queued)
 #   saved for w0:  its state after b2          (it had fetched b4 too: that is not saved)
 #   saved for w1:  its state after b3
-#   saved stream:  8 pulls; b4..b7 in flight, to w0, w1, w0, w1
+#   saved stream:  8 pulls; pulls 4..7 in flight; next in turn: w0 (b3 came from w1)
+#
+# The loader keeps this state current as batches are consumed -- each yielded batch
+# updates the few parts that moved -- so state_dict() hands over what is there, also after
+# `break` or `del` has ended the iterator (and, without persistent workers, its workers);
+# only what a dataset or sampler of the main process must be asked for (its own
+# state_dict()) is asked when the state is taken.
 #
 # Resuming (a new process): iter() draws no base seed (the saved one is used); each new
 # worker seeds itself from it, runs worker_init_fn, then its keeper puts back the saved
 # state (stateful/worker.py). The sampler is replayed -- only indices, no data: its
 # generators and the global RNG are set to their state at the first pull, the 8 pulls are
-# made again, the global RNG is put back -- and b4..b7 are dispatched again to w0, w1, w0,
-# w1. Nothing yielded before the checkpoint is read again; the batches in flight were never
-# delivered, so they are fetched again, by the same workers, from the same states.
+# made again, the global RNG is put back -- and the pulls that were in flight are
+# dispatched first, in order, starting with the worker whose turn it was. That is the
+# uninterrupted run's dispatch again: round robin gives b4..b7 to w0, w1, w0, w1. (With an
+# IterableDataset the pulls are placeholders and nothing is replayed: every worker goes on
+# with its own stream, a worker whose stream end was consumed ends at once, and round robin
+# over the workers still streaming gives the same batches in the same order.) Nothing
+# yielded before the checkpoint is read again; the batches in flight were never delivered,
+# so they are fetched again, by the same workers, from the same states.
 #
 # Random numbers: everything the resume itself causes is drawn from saved states and then
 # undone. The global RNGs of the main process belong to the training script: it saves them
-# next to the model (rng_states()) and puts them back before resuming.
+# next to the model (rng_states()) and puts them back before resuming. (A dataset's own
+# load_state_dict may restore them too, without workers: that restore stands.)
 
 from __future__ import annotations
 
 import collections
 import copy
+import itertools
 import sys
-import weakref
 from typing import Any, TypeVar
 
 import torch
 
 from .. import _tracing
-from ..dataloader import (
-    DataLoader,
-    _InfiniteConstantSampler,
-    _MultiProcessingDataLoaderIter,
-    _SingleProcessDataLoaderIter,
-)
+from ..dataloader import DataLoader, _MultiProcessingDataLoaderIter, _SingleProcessDataLoaderIter
 from ..distributed import DistributedSampler
 from ..fetch import _DatasetKind
 from ..sampler import (
@@ -88,23 +96,23 @@ from .state import (
     StateDictError,
     Stateful,
     check,
-    checksum,
     fingerprint,
     generator_state,
-    rng_states,
     set_generator_state,
-    set_rng_states,
+    set_torch_rng_state,
+    torch_rng_state,
 )
 from .worker import _Keeper, _Reported
 
 T_co = TypeVar("T_co", covariant=True)
 
 _OURS = (SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler,
-         BatchSampler, DistributedSampler, _InfiniteConstantSampler)
+         BatchSampler, DistributedSampler)
 _TORCH = [("torch.utils.data.sampler", name) for name in (
     "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-    "BatchSampler")] + [("torch.utils.data.distributed", "DistributedSampler"),
-                        ("torch.utils.data.dataloader", "_InfiniteConstantSampler")]
+    "BatchSampler")] + [("torch.utils.data.distributed", "DistributedSampler")]
+_REPLAYABLE = ("SequentialSampler", "RandomSampler", "BatchSampler", "SubsetRandomSampler",
+               "WeightedRandomSampler", "DistributedSampler")
 
 
 def _torch_class(module: str, name: str):
@@ -130,28 +138,59 @@ def _sampler_chain(index_sampler) -> list:
     return chain
 
 
-def _stream_mode(chain: list, fast_forward: bool) -> str:
+def _stream_mode(chain: list, iterable: bool) -> str:
     """How the index stream is restored: 'placeholders' (an IterableDataset's: nothing to
     restore), 'protocol' (a Stateful sampler restores what its iteration depends on, then
-    the pulls are replayed), 'replay' (the pulls are replayed)."""
-    if type(chain[-1]).__iter__ in _known("_InfiniteConstantSampler"):
+    the pulls are replayed), 'replay' (the pulls are replayed), 'unknown' (a sampler the
+    loader does not know: decided when the epoch's iterator exists, see _StatefulIter)."""
+    if iterable:
         return "placeholders"
     if any(isinstance(sampler, Stateful) for sampler in chain):
         return "protocol"
-    known = set().union(*map(_known, ("SequentialSampler", "RandomSampler", "BatchSampler",
-                                      "SubsetRandomSampler", "WeightedRandomSampler",
-                                      "DistributedSampler")))
-    unknown = [s for s in chain if not isinstance(s, (list, tuple, range))
-               and type(s).__iter__ not in known]
-    if unknown and not fast_forward:
-        raise TypeError(
-            f"StatefulDataLoader cannot save the position of {type(unknown[0]).__name__}: it "
-            "has no state_dict()/load_state_dict() (the Stateful protocol), and it is not one "
-            "of the samplers whose order the loader knows how to replay. Give it the two "
-            "methods, or pass fast_forward=True to replay its indices from the start of the "
-            "epoch (exact only if its order depends on nothing but its generator and the "
-            "global torch RNG)")
-    return "replay"
+    known = set().union(*map(_known, _REPLAYABLE))
+    if all(isinstance(s, (list, tuple, range)) or type(s).__iter__ in known for s in chain):
+        return "replay"
+    return "unknown"
+
+
+class _Batches:
+    """``iter(BatchSampler(sampler, batch_size, drop_last))``, drawing as torch's does,
+    with the sampler's iterator in sight (``sampler_iter()``): when that iterator is
+    Stateful, its state is the stream's position."""
+
+    def __init__(self, batch_sampler) -> None:
+        self.sampler = batch_sampler.sampler
+        self.batch_size, self.drop_last = batch_sampler.batch_size, batch_sampler.drop_last
+        self._iterator = None
+
+    def __iter__(self):
+        return self
+
+    def sampler_iter(self):
+        if self._iterator is None:  # at the first pull, as a BatchSampler's generator does
+            self._iterator = iter(self.sampler)
+        return self._iterator
+
+    def __next__(self) -> list:
+        batch = list(itertools.islice(self.sampler_iter(), self.batch_size))
+        if not batch or (self.drop_last and len(batch) < self.batch_size):
+            raise StopIteration
+        return batch
+
+
+class _Position:
+    """Where the current epoch is. Its iterator keeps ``state`` current as batches are
+    consumed; the loader holds the position, not the iterator, so the state outlives a
+    `break` (and the workers do not). ``ask(state)``: the state with what must be asked of
+    a dataset or sampler of the main process when the state is taken (None: nothing).
+    ``refusal``: the error a state taken now raises (a position that would be lost).
+    ``between``: once the epoch has ended (``state`` None), what persistent workers carry
+    into the next one."""
+
+    __slots__ = ("state", "ask", "refusal", "between")
+
+    def __init__(self) -> None:
+        self.state = self.ask = self.refusal = self.between = None
 
 
 class StatefulDataLoader(DataLoader[T_co]):
@@ -164,10 +203,11 @@ class StatefulDataLoader(DataLoader[T_co]):
     ``fast_forward`` (default False): a part without the :class:`Stateful` protocol is
         restored by running it again from the start of the epoch and skipping what was
         delivered -- an unknown sampler's indices are drawn again, an IterableDataset's
-        stream is re-read (in each worker; the batches are thrown away). Without it such a
-        part is refused with a message, because the loader cannot know that re-running it
-        gives the same stream. (The built-in samplers need no fast-forward: their indices
-        are replayed exactly, which costs no data reads.)
+        stream is re-read (in each worker; the batches are thrown away). Without it, a state
+        taken in the middle of an epoch of such a part is refused with a message, because
+        the loader cannot know that re-running it gives the same stream. (The built-in
+        samplers need no fast-forward: their indices are replayed exactly, which costs no
+        data reads. At the start or the end of an epoch nothing needs one.)
     ``snapshot_every_n_steps``: accepted for torchdata compatibility and ignored: every
         state here is exact, whenever it is taken.
 
@@ -181,14 +221,14 @@ class StatefulDataLoader(DataLoader[T_co]):
             raise TypeError(f"fast_forward should be True or False, got {fast_forward!r}")
         self.fast_forward = fast_forward
         self._chain = _sampler_chain(self._index_sampler)
-        self._stream_mode = _stream_mode(self._chain, fast_forward)
+        self._stream_mode = _stream_mode(self._chain,
+                                         self._dataset_kind == _DatasetKind.Iterable)
         self._resume = None  # a loaded state, for the next iter()
         self._restoring = None  # the state the iterator being built restores
-        self._live = None  # weak reference to the current iterator (if it does not persist)
-        self._epoch_rng = None  # see _new_base_seed
+        self._position = None  # the current epoch's _Position
         self._epochs = 0  # iter() calls, a resumed epoch counted once
 
-    # --- hooks of the core -------------------------------------------------------------
+    # --- hooks of the core (NOTE [ Hooks for the stateful loader ]) ---------------------
 
     def _get_iterator(self):
         self._restoring, self._resume = self._resume, None
@@ -203,27 +243,22 @@ class StatefulDataLoader(DataLoader[T_co]):
     def _new_base_seed(self) -> int:
         if self._restoring is not None and self._restoring["base_seed"] is not None:
             return self._restoring["base_seed"]  # resuming: drawn long ago, not again
-        seed = super()._new_base_seed()
-        if (self.fast_forward and self.num_workers == 0
-                and self._dataset_kind == _DatasetKind.Iterable):
-            # A fast-forward without workers re-reads the stream from the random states the
-            # epoch's iter(dataset) saw: these.
-            self._epoch_rng = rng_states()
-        return seed
+        return super()._new_base_seed()
 
     def __iter__(self):
         resume = self._resume
         if resume is not None and resume["epoch"] is not None:
             self._epochs = resume["epochs_started"] - 1  # the epoch resumed: not a new one
-        iterator = super().__iter__()
         self._epochs += 1
-        if not self.persistent_workers:
-            self._live = weakref.ref(iterator)
-        return iterator
+        try:
+            return super().__iter__()
+        except BaseException:
+            self._epochs -= 1
+            raise
 
     # --- the state -----------------------------------------------------------------------
 
-    def _generators(self) -> list[torch.Generator]:
+    def _generators(self) -> list:
         """The generators the loader and its samplers draw from, each once."""
         found = [self.generator] + [getattr(sampler, "generator", None) for sampler in self._chain]
         unique = []
@@ -241,17 +276,27 @@ class StatefulDataLoader(DataLoader[T_co]):
         """The Stateful sampler of the chain (the outermost one)."""
         return next(sampler for sampler in self._chain if isinstance(sampler, Stateful))
 
-    def _current_iterator(self):
-        if self.persistent_workers:
-            return self._iterator
-        return self._live() if self._live is not None else None
-
     def state_dict(self) -> dict[str, Any]:
-        """Where this loader is: plain data for ``torch.save``, to give ``load_state_dict``
-        of a loader built the same way (in this process or another one)."""
+        """Where this loader is: plain data for ``torch.save`` (and, when what the dataset
+        and sampler save is plain too, for ``json.dumps``), to give ``load_state_dict`` of a
+        loader built the same way (in this process or another one). Taken after ``break``
+        it is where the loop stopped. Do not edit it: it is the loader's own data."""
         if self._resume is not None:  # loaded and not used yet: still the position
-            return dict(self._resume)
-        iterator = self._current_iterator()
+            return self._resume
+        position = self._position
+        if position is not None and position.state is not None:
+            if position.refusal is not None:
+                raise position.refusal
+            state = position.state if position.ask is None else position.ask(position.state)
+        else:
+            state = self._between_epochs(position)
+        # (not `epoch`: a trace numbers its epochs itself, from the start of the recording)
+        _tracing.emit("checkpoint", epochs_started=state["epochs_started"],
+                      yielded=(state["epoch"] or {}).get("yielded"))
+        return state
+
+    def _between_epochs(self, position: _Position | None) -> dict:
+        """The state with no epoch under way: what the next iter() starts from."""
         state = {
             "format": FORMAT, "version": VERSION,
             "loader": fingerprint(self, self._chain),
@@ -261,42 +306,69 @@ class StatefulDataLoader(DataLoader[T_co]):
             "sampler": (copy.deepcopy(self._chain_target().state_dict())
                         if self._stream_mode == "protocol" else None),
             "dataset": (copy.deepcopy(self.dataset.state_dict())
-                        if isinstance(self.dataset, Stateful) else None),
+                        if self.num_workers == 0 and isinstance(self.dataset, Stateful)
+                        else None),
             "base_seed": None, "epoch": None, "workers": None,
         }
-        if iterator is not None:
-            iterator._save(state)
-        state["checksum"] = checksum(state)
-        # (not `epoch`: a trace numbers its epochs itself, from the start of the recording)
-        _tracing.emit("checkpoint", epochs_started=state["epochs_started"],
-                      yielded=(state["epoch"] or {}).get("yielded"))
+        if position is not None and position.between is not None:
+            state.update(position.between)
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Make the next ``iter(loader)`` continue from ``state_dict`` (what ``state_dict()``
         returned, here or in another process). A state from a loader built differently, from
-        another version, or altered, raises :class:`StateDictError` saying what differs."""
+        another version, or cut short, raises :class:`StateDictError` saying what differs."""
         check(state_dict, self, self._chain)
-        if self._iterator is not None:  # persistent workers of another position: stop them
-            self._iterator._shutdown_workers()
-            self._iterator = None
-        self._live = None
+        self._iterator = None  # persistent workers of another position: let them go
+        self._position = None
         for generator, saved in zip(self._generators(), state_dict["generators"]):
             set_generator_state(generator, saved)
         for sampler, epoch in zip(self._distributed(), state_dict["sampler_epochs"]):
             sampler.epoch = epoch
         if state_dict["sampler"] is not None:  # as it was before the epoch's iter()
             self._chain_target().load_state_dict(state_dict["sampler"])
-        if state_dict["dataset"] is not None:
+        if state_dict["dataset"] is not None:  # before iter(dataset), as torchdata does
             self.dataset.load_state_dict(state_dict["dataset"])
         self._epochs = state_dict["epochs_started"]
         resumes = state_dict["epoch"] is not None or state_dict["workers"] is not None
         self._resume = state_dict if resumes else None
 
 
+def _no_protocol(dataset) -> TypeError:
+    return TypeError(
+        f"the IterableDataset {type(dataset).__name__} cannot save its position in the middle "
+        "of an epoch: neither it nor the iterator its __iter__ returns has state_dict()/"
+        "load_state_dict() (the Stateful protocol). Implement them (state_dict() says how far "
+        "the stream has got; after load_state_dict() the stream continues from there), take "
+        "the state between epochs, or pass fast_forward=True to StatefulDataLoader to resume "
+        "by re-reading the stream")
+
+
+def _not_replayable(sampler) -> TypeError:
+    return TypeError(
+        f"StatefulDataLoader cannot save the position of {type(sampler).__name__} in the "
+        "middle of an epoch: neither it nor the iterator its __iter__ returns has "
+        "state_dict()/load_state_dict() (the Stateful protocol), and it is not one of the "
+        "samplers whose order the loader knows how to replay. Give it (or its iterator) the "
+        "two methods, take the state between epochs, or pass fast_forward=True to replay its "
+        "indices from the start of the epoch (exact only if its order depends on nothing but "
+        "its generator and the global torch RNG)")
+
+
+def _asking(iterator):
+    """``ask`` for a Stateful sampler iterator: its state after the newest pull, when the
+    state is taken (the pulls in flight travel as indices)."""
+    def ask(state: dict) -> dict:
+        epoch = {**state["epoch"], "sampler_iter": copy.deepcopy(iterator.state_dict())}
+        return {**state, "epoch": epoch}
+
+    return ask
+
+
 class _StatefulIter:
     """What both stateful iterators add to the core's: the index stream counted, its random
-    states snapshotted at its first pull, and replayed on resume (see the NOTE above)."""
+    states snapshotted at its first pull and replayed on resume, and the epoch's position
+    kept current (see the NOTE above)."""
 
     def _begin_stream(self, loader: StatefulDataLoader, restore: dict | None) -> None:
         """A new epoch's stream; called before the core's iter(sampler)."""
@@ -305,16 +377,18 @@ class _StatefulIter:
         self._generator_list = loader._generators()
         self._distributed = loader._distributed()
         self._target = loader._chain_target() if self._mode == "protocol" else None
+        self._fast_forward = loader.fast_forward
+        self._replayable = True  # False: an unknown sampler, no Stateful iterator
         self._pulled = 0
         self._started = False  # the epoch's first pull has happened
         self._snapshot = None  # the random states at the first pull
         self._exhausted = False  # the sampler said StopIteration
-        self._finished = False
         self._plan = restore["epoch"] if restore is not None else None
         if restore is not None:
             self._sampler_start = restore["sampler"]
-        elif self._target is not None:  # what this epoch's iteration depends on
-            self._sampler_start = copy.deepcopy(self._target.state_dict())
+        else:  # what this epoch's iteration depends on
+            self._sampler_start = (copy.deepcopy(self._target.state_dict())
+                                   if self._target is not None else None)
         if self._plan is not None:  # the position is the saved one, replayed at the next pull
             self._pulled, self._exhausted = self._plan["pulled"], self._plan["exhausted"]
             self._started = self._plan["started"]
@@ -322,16 +396,30 @@ class _StatefulIter:
             self._snapshot = {"torch": self._plan["torch_rng"],
                               "generators": restore["generators"],
                               "sampler_epochs": restore["sampler_epochs"]}
+        self._fingerprint = fingerprint(loader, self._chain)
+        self._started_epochs = loader._epochs
+        self._position = loader._position = _Position()
 
-    def _next_index(self):
-        if self._plan is not None:
-            self._replay_stream()
+    def _fixed(self) -> dict:
+        """The parts of the state that stay as they are for the rest of the epoch."""
+        snapshot = self._snapshot or {
+            "generators": [generator_state(g) for g in self._generator_list],
+            "sampler_epochs": [s.epoch for s in self._distributed]}
+        return {"format": FORMAT, "version": VERSION, "loader": self._fingerprint,
+                "epochs_started": self._started_epochs,
+                "generators": snapshot["generators"],
+                "sampler_epochs": snapshot["sampler_epochs"],
+                "sampler": self._sampler_start, "dataset": None, "base_seed": self._base_seed}
+
+    def _pull(self):
+        """One pull from the index stream."""
         if not self._started:
             self._started = True
-            self._snapshot = {"torch": torch.get_rng_state().numpy().tobytes(),
+            self._snapshot = {"torch": torch_rng_state(),
                               "generators": [generator_state(g) for g in self._generator_list],
                               "sampler_epochs": [s.epoch for s in self._distributed]}
-            self._first_pull(None)
+            self._resolve_stream()
+            self._fixed_parts = self._fixed()
         try:
             index = next(self._sampler_iter)
         except StopIteration:
@@ -340,64 +428,69 @@ class _StatefulIter:
         self._pulled += 1
         return index
 
-    def _first_pull(self, plan: dict | None) -> None:
-        """Called before the epoch's first pull, or before a resumed epoch's next one."""
+    def _resolve_stream(self) -> None:
+        """At the epoch's first pull: a sampler the loader does not know keeps its position
+        in its iterator if that is Stateful ('iterator'); else it can only be replayed."""
+        if self._mode != "unknown":
+            return
+        if type(self._chain[0]).__iter__ in _known("BatchSampler"):
+            self._sampler_iter = _Batches(self._chain[0])
+        if isinstance(self._stream_iterator(), Stateful):
+            self._mode = "iterator"
+        else:
+            self._mode, self._replayable = "replay", self._fast_forward
+
+    def _stream_iterator(self):
+        """The iterator whose state is the stream's position, in the 'iterator' mode."""
+        if isinstance(self._sampler_iter, _Batches):
+            return self._sampler_iter.sampler_iter()
+        return self._sampler_iter
 
     def _replay_stream(self) -> list:
         """Resuming: make the epoch's pulls again -- indices only, drawn from the random
         states saved at the first pull, then the training loop's global RNG put back -- and
-        return ``(batch, worker, pull, index)`` for each batch that was in flight, in order."""
+        return ``(pull, index)`` for each pull that was in flight, in order."""
         plan, self._plan = self._plan, None
         _tracing.emit("restore", yielded=plan["yielded"],
                       in_flight=[batch for batch, _, _ in plan["in_flight"]])
         if not plan["started"]:
             return []  # the first pull is still to come: it happens as it would have
-        self._first_pull(plan)
-        keep = {pull: (batch, worker) for batch, pull, worker in plan["in_flight"]}
-        if self._mode == "placeholders":  # an IterableDataset's: every pull is the same
-            index = next(iter(self._chain[0]))
-            pulls = [(pull, index) for pull in sorted(keep)]
-        else:
-            pulls = self._pull_again(plan, keep)
-        if plan["exhausted"]:
-            self._sampler_iter = iter(())
-        return [(*keep[pull], pull, index) for pull, index in pulls]
-
-    def _pull_again(self, plan: dict, keep: dict) -> list:
-        user_rng = torch.get_rng_state()
+        user_rng = torch_rng_state()
         try:
-            # The generators and DistributedSampler epochs were set by load_state_dict.
-            torch.set_rng_state(torch.frombuffer(bytearray(self._snapshot["torch"]),
-                                                 dtype=torch.uint8))
-            if self._target is not None:
-                self._target.load_state_dict(self._sampler_start)
-            self._sampler_iter = iter(self._chain[0])
-            pulls = []
-            for pull in range(plan["pulled"]):
-                try:
-                    index = next(self._sampler_iter)
-                except StopIteration:
-                    raise StateDictError(
-                        f"the sampler gave {pull} batches of indices this epoch, but "
-                        f"{plan['pulled']} had been taken when the state was saved: its order "
-                        "is not reproducible from the state") from None
-                if pull in keep:
-                    pulls.append((pull, index))
-            if plan["exhausted"]:  # it had said StopIteration: what it did then, it does now
-                for _ in self._sampler_iter:
-                    raise StateDictError("the sampler gives more batches of indices this "
-                                         "epoch than when the state was saved: its order is "
-                                         "not reproducible from the state")
-            return pulls
+            set_torch_rng_state(self._snapshot["torch"])
+            self._resolve_stream()
+            self._fixed_parts = self._fixed()
+            if self._mode == "placeholders":  # an IterableDataset's: every pull is the same
+                return []
+            if self._mode == "iterator":  # its position is its state, after the last pull
+                self._stream_iterator().load_state_dict(plan["sampler_iter"])
+                return [(pull, index) for (_, pull, _), index
+                        in zip(plan["in_flight"], plan.get("in_flight_indices", []))]
+            return self._pull_again(plan)
         finally:
-            torch.set_rng_state(user_rng)  # the training loop's RNG: as it was
+            set_torch_rng_state(user_rng)  # the training loop's RNG: as it was
 
-    def __next__(self):
-        try:
-            return super().__next__()
-        except StopIteration:
-            self._finished = True
-            raise
+    def _pull_again(self, plan: dict) -> list:
+        # The generators and DistributedSampler epochs were set by load_state_dict, and a
+        # Stateful sampler was given its state before iter().
+        keep = {pull for _, pull, _ in plan["in_flight"]}
+        pulls = []
+        for pull in range(plan["pulled"]):
+            try:
+                index = next(self._sampler_iter)
+            except StopIteration:
+                raise StateDictError(
+                    f"the sampler gave {pull} batches of indices this epoch, but "
+                    f"{plan['pulled']} had been taken when the state was saved: its order "
+                    "is not reproducible from the state") from None
+            if pull in keep:
+                pulls.append((pull, index))
+        if plan["exhausted"]:  # it had said StopIteration: what it did then, it does now
+            for _ in self._sampler_iter:
+                raise StateDictError("the sampler gives more batches of indices this "
+                                     "epoch than when the state was saved: its order is "
+                                     "not reproducible from the state")
+        return pulls
 
     def _stream_state(self, in_flight: list) -> dict:
         """The index stream's part of a mid-epoch state; ``in_flight`` lists
@@ -408,98 +501,74 @@ class _StatefulIter:
             epoch["torch_rng"] = self._snapshot["torch"]
         return epoch
 
-    def _save(self, state: dict) -> None:
-        """Fill in the iterator's part of ``state``: the epoch in progress, if any."""
-        if self._finished:
-            return
-        state["epoch"] = self._epoch_state()
-        state["base_seed"] = self._base_seed  # drawn at this epoch's iter(): not again
-        if self._target is not None:
-            state["sampler"] = self._sampler_start
-        if self._started:  # as they were at the first pull: the replay moves them
-            state["generators"] = self._snapshot["generators"]
-            state["sampler_epochs"] = self._snapshot["sampler_epochs"]
+    def __next__(self):
+        try:
+            data = super().__next__()
+        except StopIteration:
+            self._position.state = None
+            self._position.between = self._carried_over()
+            raise
+        except Exception:  # raised in its turn: consumed, as a batch is
+            self._update()
+            raise
+        self._update()
+        return data
+
+    def _carried_over(self) -> dict | None:
+        """What the next epoch needs of this one, when it has ended."""
+        return None
 
 
 class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
-    """num_workers=0: no prefetch, so the position is the pulls made, and the dataset (in
-    this process) is asked for its state when the state is taken."""
+    """num_workers=0: no prefetch, so the position is the pulls made; the dataset (in this
+    process) and its iterator are asked for their states when the state is taken."""
 
     def __init__(self, loader: StatefulDataLoader) -> None:
         restore = loader._restoring
         plan = restore["epoch"] if restore is not None else None
-        self._fast_forward = loader.fast_forward
+        iterable = loader._dataset_kind == _DatasetKind.Iterable
+        placeholder = next(iter(loader._index_sampler)) if iterable else None
+        self._main = _Keeper(None, plan and plan.get("main"), placeholder)
+        self._keepers = {None: self._main}  # see NOTE [ The keeper hook ]
         self._begin_stream(loader, restore)
-        user_rng = rng_states()
-        super().__init__(loader)  # makes the fetcher: iter(dataset) for an IterableDataset
-        self._epoch_rng = loader._epoch_rng
-        if plan is None:
-            return
-        if self._dataset_kind == _DatasetKind.Iterable:
-            if "iterator" in plan:
-                self._dataset_fetcher.dataset_iter.load_state_dict(plan["iterator"])
-            elif not isinstance(self._dataset, Stateful):
-                self._fast_forward_stream(plan)
-            self._dataset_fetcher.ended = plan["ended"]
-        set_rng_states(user_rng)  # whatever iter(dataset) or a re-reading drew: undone
-        self._num_yielded = plan["yielded"]
+        super().__init__(loader)  # makes the fetcher, through _keeper(None)
+        if plan is not None:
+            self._num_yielded = plan["yielded"]
+        self._fixed_parts = self._fixed()
+        needs_asking = (iterable or isinstance(self._dataset, Stateful)
+                        or self._mode in ("unknown", "iterator"))
+        self._position.ask = self._ask if needs_asking else None
+        self._update()
 
-    def _fast_forward_stream(self, plan: dict) -> None:
-        """Make the stream again from the random states the epoch's iter(dataset) saw, and
-        re-read the batches taken from it so far, throwing them away."""
-        self._epoch_rng = plan["epoch_rng"]
-        set_rng_states(self._epoch_rng)
-        fetcher = self._dataset_fetcher = _DatasetKind.create_fetcher(
-            self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn,
-            self._drop_last)
-        placeholder = next(iter(self._index_sampler))
-        for _ in range(plan["pulled"]):
-            try:
-                fetcher.fetch(placeholder)
-            except Exception:  # noqa: BLE001 - the end of the stream, or an error, as before
-                pass
+    def _next_index(self):
+        if self._plan is not None:
+            self._replay_stream()
+        return self._pull()
 
-    def _epoch_state(self) -> dict:
-        epoch = self._stream_state([])
-        dataset = self._dataset
+    def _update(self) -> None:
+        self._position.state = {**self._fixed_parts, "epoch": self._stream_state([]),
+                                "workers": None}
+
+    def _ask(self, state: dict) -> dict:
+        """What the dataset of this process and its iterator say now (the position after
+        the last batch yielded: without workers nothing is fetched ahead)."""
+        dataset, keeper, epoch = self._dataset, self._main, dict(state["epoch"])
+        if not self._replayable and epoch["yielded"]:
+            raise _not_replayable(self._chain[-1])
+        iterator = getattr(keeper.fetcher, "dataset_iter", None)
+        changes = {}
+        if isinstance(dataset, Stateful) and iterator is not dataset:
+            changes["dataset"] = copy.deepcopy(dataset.state_dict())
         if self._dataset_kind == _DatasetKind.Iterable:
-            iterator = self._dataset_fetcher.dataset_iter
-            if iterator is not dataset and isinstance(iterator, Stateful):
-                epoch["iterator"] = copy.deepcopy(iterator.state_dict())
-            elif not isinstance(dataset, Stateful):
-                if not self._fast_forward:
+            stream = keeper.stream_state()
+            if "iterator" not in stream and not isinstance(dataset, Stateful):
+                if not self._fast_forward and epoch["yielded"]:
                     raise _no_protocol(dataset)
-                epoch["epoch_rng"] = self._epoch_rng
-            epoch["ended"] = self._dataset_fetcher.ended
-        return epoch
-
-
-def _no_protocol(dataset) -> TypeError:
-    return TypeError(
-        f"the IterableDataset {type(dataset).__name__} cannot save its position: neither it "
-        "nor the iterator its __iter__ returns has state_dict()/load_state_dict() (the "
-        "Stateful protocol). Implement them (state_dict() says how far the stream has got; "
-        "after load_state_dict() the next iter() continues from there), or pass "
-        "fast_forward=True to StatefulDataLoader to resume by re-reading the stream")
-
-
-class _WorkerCycle:
-    """``itertools.cycle(range(n))`` that can say whose turn is next, and can be told which
-    worker gets the next task (a batch in flight, dispatched again on resume)."""
-
-    def __init__(self, n: int, start: int = 0) -> None:
-        self.n, self.next_worker, self.forced = n, start, None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> int:
-        if self.forced is not None:
-            worker, self.forced = self.forced, None
-            return worker
-        worker = self.next_worker
-        self.next_worker = (worker + 1) % self.n
-        return worker
+            epoch["main"] = {"state": {"count": self._pulled, "started": True,
+                                       "stream_end": False, **stream},
+                             "base": {"rng": keeper.base}}
+        state = {**state, **changes, "epoch": epoch}
+        return _asking(self._stream_iterator())(state) if self._mode == "iterator" else state
 
 
 class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter):
@@ -524,34 +593,54 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
         restore = loader._restoring
         workers = restore["workers"] if restore is not None else None
         n = loader.num_workers
-        self._committed = [w["state"] for w in workers] if workers else [None] * n
-        self._base = [w["base"] for w in workers] if workers else [None] * n
-        self._retire_on_resume = [w["retired"] for w in workers] if workers else [False] * n
-        self._retired = [False] * n  # the end of its stream was consumed this epoch
-        self._pending = [collections.deque() for _ in range(n)]  # received, not consumed
-        self._pull_of = {}  # batch number -> pull number
-        self._redispatch = collections.deque()
-        self._sent_at_checkpoint = None
+        self._iterable = loader._dataset_kind == _DatasetKind.Iterable
         self._fast_forward = loader.fast_forward
-        self._placeholder = (next(iter(loader._index_sampler))
-                             if loader._dataset_kind == _DatasetKind.Iterable else None)
-        records = ([{"state": state, "base": base} for state, base in zip(self._committed,
-                                                                          self._base)]
-                   if workers else [None] * n)  # None: a worker that starts afresh
-        self._keepers = {worker_id: _Keeper(worker_id, records[worker_id], self._placeholder)
-                         for worker_id in range(n)}  # see NOTE [ The keeper hook ]
-        self._begin_stream(loader, restore)
+        self._ordered = loader.in_order
+        self._committed = [w["state"] for w in workers] if workers else [None] * n
+        # a worker's state when the epoch began: what a fast-forward re-reads from
+        self._base = ([w["base"] if w["state"] and w["state"]["started"] else w["state"]
+                       for w in workers] if workers else [None] * n)
+        self._pending = [collections.deque() for _ in range(n)]  # received, not consumed
+        self._entries = [self._entry(w) for w in range(n)]
+        placeholder = next(iter(loader._index_sampler)) if self._iterable else None
+        records = [{"state": w["state"], "base": base} if w["state"] is not None else None
+                   for w, base in zip(workers, self._base)] if workers else [None] * n
+        self._keepers = {w: _Keeper(w, records[w], placeholder) for w in range(n)}
+        self._begin_epoch(loader, restore)
         super().__init__(loader)  # starts the workers, dispatches the first batches
-        if restore is not None and restore["epoch"] is not None:
-            self._num_yielded = restore["epoch"]["yielded"]
+        if self._plan_yielded is not None:
+            self._num_yielded = self._plan_yielded
+        self._fixed_parts = self._fixed()
+        self._update()
+
+    def _begin_epoch(self, loader, restore) -> None:
+        self._begin_stream(loader, restore)
+        self._plan_yielded = self._plan["yielded"] if self._plan is not None else None
+        self._redo = collections.deque()  # (pull, index) in flight at the checkpoint
+        self._in_flight = {}  # batch number -> its pull, until yielded
+        self._indices = {}  # batch number -> its indices ('iterator' mode)
+        self._last_worker = None  # whose batch was yielded last
+        self._lost = None  # a stream without protocol, read from: the error a state raises
+        self._first_batch = self._next_batch = self._resumed_first_batch(loader.num_workers)
+
+    def _resumed_first_batch(self, n: int) -> int:
+        """The number the epoch's first batch gets: 0; when resuming, the number of the
+        first batch in flight, which round robin gives to the worker whose turn it was
+        (batch b goes to worker b % n: for a stream, the next such number on)."""
+        plan = self._plan
+        if plan is None:
+            return 0
+        first = min((batch for batch, _, _ in plan["in_flight"]), default=plan["sent"])
+        return first + (plan["next_worker"] - first) % n
 
     def _reset(self, loader, first_iter: bool = False) -> None:
         if not first_iter:  # persistent workers, a new epoch
-            self._begin_stream(loader, None)
-            self._pull_of = {}
+            self._begin_epoch(loader, None)
         super()._reset(loader, first_iter)
         if not first_iter:
             self._new_epoch_for_workers()
+            self._fixed_parts = self._fixed()
+            self._update()
 
     def _new_epoch_for_workers(self) -> None:
         """Persistent workers acknowledged the new epoch after sending everything of the
@@ -560,42 +649,24 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
             for report, _ in pending:
                 self._merge(worker_id, report)
             pending.clear()
-            if self._committed[worker_id] is not None:
-                self._committed[worker_id] = {**self._committed[worker_id], "count": 0,
-                                              "started": False}
+            self._committed[worker_id] = _for_next_epoch(self._committed[worker_id])
             self._base[worker_id] = self._committed[worker_id]
-        self._retired = [False] * self._num_workers
-
-    def _first_pull(self, plan: dict | None) -> None:
-        self._worker_queue_idx_cycle = _WorkerCycle(self._num_workers,
-                                                    plan["next_worker"] if plan else 0)
-        if plan is None:
-            return
-        first = min((batch for batch, _, _ in plan["in_flight"]), default=plan["sent"])
-        self._rcvd_idx = self._send_idx = first  # batches keep their numbers
-        self._sent_at_checkpoint = plan["sent"]
-        for worker_id, retired in enumerate(self._retire_on_resume):
-            if retired:  # the end of its stream was consumed before the checkpoint
-                self._retired[worker_id] = True
-                if self._persistent_workers:
-                    self._workers_status[worker_id] = False
-                else:
-                    self._mark_worker_as_unavailable(worker_id)
+            self._entries[worker_id] = self._entry(worker_id)
+        self._lost = None  # what was read belongs to the epoch that ended
 
     def _next_index(self):
         if self._plan is not None:
-            self._redispatch.extend(self._replay_stream())
-        if self._redispatch:  # a batch in flight at the checkpoint: to the same worker
-            batch, worker, pull, index = self._redispatch.popleft()
-            self._send_idx = batch
-            self._worker_queue_idx_cycle.forced = worker
-            self._pull_of[batch] = pull
-            return index
-        if self._sent_at_checkpoint is not None:  # new batches are numbered on from there
-            self._send_idx = max(self._send_idx, self._sent_at_checkpoint)
-            self._sent_at_checkpoint = None
-        index = super()._next_index()
-        self._pull_of[self._send_idx] = self._pulled - 1
+            self._redo.extend(self._replay_stream())
+        if self._redo:  # a pull in flight at the checkpoint: dispatched again first
+            pull, index = self._redo.popleft()
+        else:
+            index = self._pull()
+            pull = self._pulled - 1
+        if not self._iterable:
+            self._in_flight[self._next_batch] = pull
+            if self._mode == "iterator":
+                self._indices[self._next_batch] = index
+        self._next_batch += 1
         return index
 
     def _get_data(self):
@@ -609,49 +680,65 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
         return idx, data
 
     def _merge(self, worker_id: int, report: dict) -> None:
-        self._committed[worker_id] = {**(self._committed[worker_id] or {}), **report}
+        committed = self._committed[worker_id] = {**(self._committed[worker_id] or {}),
+                                                  **report}
+        if (self._iterable and not self._fast_forward and self._lost is None
+                and not {"dataset", "iterator"} & committed.keys()):
+            self._lost = _no_protocol(self._dataset)
+        self._entries[worker_id] = self._entry(worker_id)
+
+    def _entry(self, worker_id: int) -> dict:
+        base = self._base[worker_id] if self._fast_forward and self._iterable else None
+        return {"state": self._committed[worker_id], "base": base}
 
     def _consume(self, worker_id: int) -> None:
         """The worker's oldest result is consumed: its report becomes the saved state; an
-        end of stream right behind it is consumed with it (the worker retires)."""
+        end of stream right behind it is consumed with it."""
         pending = self._pending[worker_id]
         while pending:
-            report, is_end = pending.popleft()
+            report, _ = pending.popleft()
             self._merge(worker_id, report)
-            if is_end:
-                self._retired[worker_id] = True
             if not (pending and pending[0][1]):
                 break
 
     def _process_data(self, data, worker_id: int, batch: int):
         self._consume(worker_id)
-        self._pull_of.pop(batch, None)
+        self._in_flight.pop(batch, None)
+        self._indices.pop(batch, None)
+        self._last_worker = worker_id
         return super()._process_data(data, worker_id, batch)
 
-    def _epoch_state(self) -> dict:
-        in_flight = [[batch, self._pull_of[batch], info[0]]
-                     for batch, info in sorted(self._task_info.items())
-                     if not self._retired[info[0]]]
+    def _update(self) -> None:
+        n = self._num_workers
+        last = self._first_batch - 1 if self._last_worker is None else self._last_worker
+        turn = (last + 1) % n
+        ordered = self._ordered  # then round robin says who has each batch in flight
+        in_flight = [[batch, pull, batch % n if ordered else None]
+                     for batch, pull in self._in_flight.items()]
         epoch = self._stream_state(in_flight)
-        epoch["sent"] = self._send_idx
-        epoch["next_worker"] = self._worker_queue_idx_cycle.next_worker
-        return epoch
+        epoch["sent"] = self._next_batch
+        epoch["next_worker"] = turn
+        if self._mode == "iterator":
+            epoch["in_flight_indices"] = list(self._indices.values())
+        position = self._position
+        position.state = {**self._fixed_parts, "epoch": epoch, "workers": list(self._entries)}
+        if self._lost is not None:
+            position.refusal = self._lost
+        elif not self._replayable and self._num_yielded:
+            position.refusal = _not_replayable(self._chain[-1])
+        if self._mode == "iterator" and position.ask is None:  # (never this iterator itself:
+            position.ask = _asking(self._stream_iterator())   # its workers end with it)
 
-    def _save(self, state: dict) -> None:
-        super()._save(state)
-        in_epoch = state["epoch"] is not None
-        if self._dataset_kind == _DatasetKind.Iterable and not self._fast_forward:
-            for committed in self._committed:
-                if committed is not None and committed["started"] and not (
-                        {"dataset", "iterator"} & set(committed)):
-                    raise _no_protocol(self._dataset)
-        if not in_epoch and not self._persistent_workers:
-            return  # the next epoch starts new workers: nothing of these is needed
-        state["base_seed"] = self._base_seed
-        workers = []
-        for worker_id, committed in enumerate(self._committed):
-            if committed is not None and not in_epoch:  # the next epoch's iter() is to come
-                committed = {**committed, "count": 0, "started": False}
-            workers.append({"state": committed, "retired": in_epoch and self._retired[worker_id],
-                            "base": self._base[worker_id] if self._fast_forward else None})
-        state["workers"] = workers
+    def _carried_over(self) -> dict | None:
+        if not self._persistent_workers:
+            return None  # the next epoch starts new workers: nothing of these is needed
+        return {"base_seed": self._base_seed,
+                "workers": [{"state": _for_next_epoch(committed), "base": None}
+                            for committed in self._committed]}
+
+
+def _for_next_epoch(committed: dict | None) -> dict | None:
+    """A persistent worker's state, as the next epoch's iter(dataset) finds it."""
+    if committed is None:
+        return None
+    return {**committed, "count": 0, "started": False, "stream_end": False}

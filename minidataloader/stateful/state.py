@@ -1,17 +1,20 @@
-"""The saved state: its format, the random states it holds, and the checks a state must pass
-before a loader resumes from it.
+"""The saved state: its format, the random states it holds, the checks a state must pass
+before a loader resumes from it, and its JSON form.
 
-A state is plain data -- dicts, lists, ints, strings, bytes -- so ``torch.save`` writes it
-and ``torch.load`` (with its default ``weights_only=True``) reads it back. It carries a
-fingerprint of the loader that made it and a checksum of its own contents: a state from
-another loader, another version, or one cut short or edited, is refused with a message
-that says what differs, instead of resuming with batches that belong to no run.
+A state is plain data -- dicts, lists, strings, numbers, None -- so ``torch.save`` writes it,
+``torch.load`` (with its default ``weights_only=True``) reads it back, and ``json.dumps``
+writes it too, as long as what a dataset or sampler of yours saved in it is plain as well
+(:func:`to_json` and :func:`from_json` carry tensors, bytes and tuples through JSON). Random
+states, which are bytes, are kept as base64 text. A state carries a fingerprint of the
+loader that made it: a state from another loader or another version, or one cut short, is
+refused with a message that says what differs, instead of resuming with batches that belong
+to no run.
 """
 
 from __future__ import annotations
 
-import hashlib
-import pickle
+import base64
+import json
 import random
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,10 +24,10 @@ import torch
 from ..fetch import _DatasetKind
 
 FORMAT = "minidataloader.StatefulDataLoader"
-VERSION = 1
+VERSION = 2  # 1 held bytes and a checksum
 # Every state has these keys; a state lacking one was cut short (or is not ours).
 KEYS = ("format", "version", "loader", "epochs_started", "generators", "sampler_epochs",
-        "sampler", "dataset", "base_seed", "epoch", "workers", "checksum")
+        "sampler", "dataset", "base_seed", "epoch", "workers")
 
 
 @runtime_checkable
@@ -33,15 +36,18 @@ class Stateful(Protocol):
     given back to ``load_state_dict()`` of an object built the same way. (torchdata's
     protocol: the same two methods.)
 
-    A dataset -- or the iterator its ``__iter__`` returns -- saves its position: how far
-    its stream has got (update it *before* yielding a sample: the state is taken between
-    samples). ``load_state_dict`` is called on the dataset before ``iter(dataset)``, on the
-    iterator after. Each worker's copy saves its own; with ``num_workers=0`` the dataset in
-    this process does.
+    A dataset -- or the iterator its ``__iter__`` returns, which may be the dataset itself
+    -- saves its position: how far its stream has got (update it *before* yielding a
+    sample: the state is taken between samples). ``load_state_dict`` is called on a dataset
+    before ``iter(dataset)``, on the iterator after it (so a dataset that is its own
+    iterator is restored after its ``__iter__`` ran). Each worker's copy saves its own; with
+    ``num_workers=0`` the dataset in this process does.
 
     A sampler saves what its next iteration depends on (an epoch count, a seed...): its
     state is taken before each epoch's ``iter(sampler)``, and the position inside the
-    epoch is the loader's to restore (it counts the indices taken, and takes them again)."""
+    epoch is the loader's to restore (it counts the indices taken, and takes them again).
+    The iterator a sampler's ``__iter__`` returns may be Stateful instead: then it saves
+    its position, and is restored after ``iter(sampler)``, as torchdata does."""
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -55,30 +61,62 @@ class StateDictError(ValueError):
 # ---------------------------------------------------------------------------------------
 # Random states as plain values
 
+def _text(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _bytes(text: str) -> bytes:
+    return base64.b64decode(text)
+
+
+def raw_rng_states() -> tuple:
+    """The global random states of this process, as cheap to compare as possible (bytes and
+    tuples): a worker compares them after every result, and encodes them only when they
+    changed (:func:`encode_rng_states`)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return (torch.get_rng_state().numpy().tobytes(), random.getstate(),
+            (name, keys.tobytes(), pos, has_gauss, cached))
+
+
+def encode_rng_states(raw: tuple) -> dict:
+    """:func:`raw_rng_states`'s value as plain data (text, numbers, lists)."""
+    torch_state, (version, internal, gauss), (name, keys, pos, has_gauss, cached) = raw
+    return {"torch": _text(torch_state),
+            "random": [version, _text(np.array(internal, dtype=np.uint32).tobytes()), gauss],
+            "numpy": [name, _text(keys), pos, has_gauss, cached]}
+
+
 def rng_states() -> dict:
     """The global random states of this process -- torch's CPU generator, ``random`` and
-    numpy's -- as plain values (bytes, tuples, ints), ready to be saved or compared."""
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"torch": torch.get_rng_state().numpy().tobytes(), "random": random.getstate(),
-            "numpy": (name, keys.tobytes(), pos, has_gauss, cached)}
+    numpy's -- as plain data, ready to be saved (``torch.save``, JSON) or compared."""
+    return encode_rng_states(raw_rng_states())
 
 
 def set_rng_states(states: dict) -> None:
     """Put back what :func:`rng_states` returned (also after a save/load round trip)."""
-    torch.set_rng_state(_bytes_to_tensor(states["torch"]))
+    torch.set_rng_state(_bytes_to_tensor(_bytes(states["torch"])))
     version, internal, gauss = states["random"]
-    random.setstate((version, tuple(internal), gauss))
+    words = np.frombuffer(_bytes(internal), dtype=np.uint32)
+    random.setstate((version, tuple(int(word) for word in words), gauss))
     name, keys, pos, has_gauss, cached = states["numpy"]
-    np.random.set_state((name, np.frombuffer(keys, dtype=np.uint32).copy(), pos, has_gauss,
-                         cached))
+    np.random.set_state((name, np.frombuffer(_bytes(keys), dtype=np.uint32).copy(), pos,
+                         has_gauss, cached))
 
 
-def generator_state(generator: torch.Generator) -> bytes:
-    return generator.get_state().numpy().tobytes()
+def torch_rng_state() -> str:
+    return _text(torch.get_rng_state().numpy().tobytes())
 
 
-def set_generator_state(generator: torch.Generator, state: bytes) -> None:
-    generator.set_state(_bytes_to_tensor(state))
+def set_torch_rng_state(state: str) -> None:
+    torch.set_rng_state(_bytes_to_tensor(_bytes(state)))
+
+
+def generator_state(generator: torch.Generator) -> str:
+    return _text(generator.get_state().numpy().tobytes())
+
+
+def set_generator_state(generator: torch.Generator, state: str) -> None:
+    generator.set_state(_bytes_to_tensor(_bytes(state)))
 
 
 def _bytes_to_tensor(data: bytes) -> torch.Tensor:
@@ -86,57 +124,66 @@ def _bytes_to_tensor(data: bytes) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------
-# The checksum
+# JSON
 
-def checksum(state: dict) -> str:
-    """SHA-256 of every entry but the checksum, in a canonical encoding: the same contents
-    give the same checksum after any save/load round trip (tuples may come back as lists)."""
-    digest = hashlib.sha256()
-    _feed(digest, {key: value for key, value in state.items() if key != "checksum"})
-    return digest.hexdigest()
+def to_json(state: dict, **dumps_options) -> str:
+    """``state`` as JSON text, whatever a dataset or sampler saved in it: tensors, numpy
+    arrays, bytes, tuples and dicts with keys that are not strings travel tagged, and
+    :func:`from_json` rebuilds them. (A state whose every part is plain JSON data needs
+    neither: ``json.dumps(state)`` writes it and ``json.loads`` reads it back.)"""
+    return json.dumps(_tagged(state), **dumps_options)
 
 
-def _feed(digest, obj) -> None:
-    """Feed ``obj`` to ``digest``: each value tagged with its kind, sizes before contents,
-    so that no two different states feed the same bytes."""
-    if obj is None or isinstance(obj, bool):
-        digest.update(b"N" if obj is None else b"T" if obj else b"F")
-    elif isinstance(obj, int):
-        digest.update(b"i%d;" % obj)
-    elif isinstance(obj, float):
-        digest.update(b"f%s;" % obj.hex().encode())
-    elif isinstance(obj, str):
-        _feed_bytes(digest, b"s", obj.encode())
-    elif isinstance(obj, (bytes, bytearray)):
-        _feed_bytes(digest, b"b", bytes(obj))
-    elif isinstance(obj, (list, tuple)):
-        if all(type(item) is int for item in obj):  # a random module's state: 625 of them
-            _feed_bytes(digest, b"I", ",".join(map(str, obj)).encode())
-        else:
-            digest.update(b"l%d:" % len(obj))
-            for item in obj:
-                _feed(digest, item)
-    elif isinstance(obj, dict):
-        digest.update(b"d%d:" % len(obj))
-        for key, value in obj.items():
-            _feed(digest, key)
-            _feed(digest, value)
-    elif isinstance(obj, torch.Tensor):
+def from_json(text: str) -> dict:
+    """The state :func:`to_json` wrote, rebuilt: give it to ``load_state_dict``."""
+    return json.loads(text, object_hook=_untagged)
+
+
+def _tagged(obj):
+    if isinstance(obj, dict):
+        if all(isinstance(key, str) for key in obj):
+            return {key: _tagged(value) for key, value in obj.items()}
+        return {"__dict__": [[_tagged(key), _tagged(value)] for key, value in obj.items()]}
+    if isinstance(obj, list):
+        return [_tagged(item) for item in obj]
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_tagged(item) for item in obj]}
+    if isinstance(obj, (bytes, bytearray)):
+        return {"__bytes__": _text(bytes(obj))}
+    if isinstance(obj, torch.Tensor):
         tensor = obj.detach().cpu().contiguous()
-        digest.update(f"t{tensor.dtype}{tuple(tensor.shape)}".encode())
-        _feed_bytes(digest, b":", tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
-    elif isinstance(obj, np.ndarray):
-        digest.update(f"a{obj.dtype.str}{obj.shape}".encode())
-        _feed_bytes(digest, b":", np.ascontiguousarray(obj).tobytes())
-    elif isinstance(obj, np.generic):
-        _feed(digest, obj.item())
-    else:  # something a dataset chose to save
-        _feed_bytes(digest, b"p", pickle.dumps(obj))
+        return {"__tensor__": [str(tensor.dtype).removeprefix("torch."), list(tensor.shape),
+                               _text(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())]}
+    if isinstance(obj, np.ndarray):
+        array = np.ascontiguousarray(obj)
+        return {"__ndarray__": [array.dtype.str, list(array.shape), _text(array.tobytes())]}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
 
 
-def _feed_bytes(digest, tag: bytes, data: bytes) -> None:
-    digest.update(b"%s%d:" % (tag, len(data)))
-    digest.update(data)
+def _untagged(obj: dict):
+    if len(obj) != 1:
+        return obj
+    (tag, value), = obj.items()
+    if tag == "__dict__":
+        return {_hashable(key): item for key, item in value}
+    if tag == "__tuple__":
+        return tuple(value)
+    if tag == "__bytes__":
+        return _bytes(value)
+    if tag == "__tensor__":
+        dtype, shape, data = value
+        flat = _bytes_to_tensor(_bytes(data)).view(getattr(torch, dtype))
+        return flat.reshape(shape).clone()
+    if tag == "__ndarray__":
+        dtype, shape, data = value
+        return np.frombuffer(_bytes(data), dtype=np.dtype(dtype)).reshape(shape).copy()
+    return obj
+
+
+def _hashable(key):
+    return tuple(_hashable(item) for item in key) if isinstance(key, list) else key
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,7 +197,7 @@ def fingerprint(loader, chain: list) -> dict:
         loader.batch_sampler, "batch_size", None)
     found = {
         "dataset": f"{type(loader.dataset).__name__} ({'iterable' if iterable else 'map-style'})",
-        "len(dataset)": None if iterable else _length(loader.dataset),
+        "len(dataset)": None if iterable else _len_or_none(loader.dataset),
         "batch_size": batch_size,
         "drop_last": loader.drop_last,
         "num_workers": loader.num_workers,
@@ -172,13 +219,13 @@ def describe(sampler) -> str:
     settings = [f"{name}={getattr(sampler, name)!r}" for name in _DESCRIBED
                 if isinstance(getattr(type(sampler), name, None), property)
                 or name in getattr(sampler, "__dict__", {})]
-    length = _length(sampler)
+    length = _len_or_none(sampler)
     if length is not None:
         settings.append(f"len={length}")
     return f"{type(sampler).__name__}({', '.join(settings)})"
 
 
-def _length(obj) -> int | None:
+def _len_or_none(obj) -> int | None:
     try:
         return len(obj)
     except (TypeError, NotImplementedError):  # no __len__, or one that refuses
@@ -186,8 +233,8 @@ def _length(obj) -> int | None:
 
 
 def check(state, loader, chain: list) -> None:
-    """Raise StateDictError unless ``state`` is a complete, unedited state of this version,
-    made by a loader like ``loader``."""
+    """Raise StateDictError unless ``state`` is a complete state of this version, made by a
+    loader like ``loader``."""
     if not isinstance(state, dict):
         raise StateDictError(f"a StatefulDataLoader state is a dict made by state_dict(), got "
                              f"{type(state).__name__}")
@@ -210,10 +257,6 @@ def check(state, loader, chain: list) -> None:
         raise StateDictError(f"the state lacks {', '.join(map(repr, missing))}: it was cut short "
                              "or assembled by hand. Save and load the whole dict state_dict() "
                              "returns")
-    if checksum(state) != state["checksum"]:
-        raise StateDictError("the state's contents do not match its checksum: it was edited or "
-                             "damaged after state_dict() made it (a value changed, or an entry "
-                             "or a list item was removed). Resume from an unmodified state")
     here = fingerprint(loader, chain)
     saved = state["loader"]
     differences = [f"{key}: {saved.get(key, 'absent')!r} in the state, {here.get(key, 'absent')!r} "
@@ -223,3 +266,8 @@ def check(state, loader, chain: list) -> None:
                              "it here would give batches of neither run. Differences: "
                              + "; ".join(differences) + ". Build the loader as it was built "
                              "when the state was saved")
+    workers = state["workers"]
+    if workers is not None and len(workers) != loader.num_workers:
+        raise StateDictError(f"the state holds {len(workers)} workers' states for a loader "
+                             f"with num_workers={loader.num_workers}: it was edited or "
+                             "assembled by hand. Resume from what state_dict() returned")

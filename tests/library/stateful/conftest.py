@@ -1,6 +1,6 @@
 """Tests of minidataloader.stateful: every test here has a time limit and the garbage
 collector runs between tests (tests/conftest.py); the scenarios
-(tests/support/stateful_scenarios.py) are importable by the restart subprocess and by spawned
+(scenarios.py) are importable by the restart subprocess and by spawned
 workers."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pickle
 import sys
 import warnings
 
-from tests.support.stateful_scenarios import run
+from tests.library.stateful.scenarios import run
 
 
 def main(inputs: str, outputs: str) -> None:

@@ -5,8 +5,8 @@ epochs, a fast-forward, in_order=False, a Stateful sampler, random draws in work
 
 import pytest
 
-from tests.support.stateful_compare import check_like_torch, check_resumed
-from tests.support.stateful_scenarios import run
+from tests.library.stateful.compare import check_like_torch, check_resumed
+from tests.library.stateful.scenarios import run
 
 BASE = {"mode": "batch_size", "batch_size": 3, "drop_last": False, "shuffle": False,
         "sampler": None, "generators": "none", "torch_samplers": False, "num_workers": 0,

@@ -15,8 +15,8 @@ import collections
 
 import pytest
 
-from tests.support.stateful_compare import check_like_torch, check_resumed
-from tests.support.stateful_scenarios import GRID, checkpoint_batch, run
+from tests.library.stateful.compare import check_like_torch, check_resumed
+from tests.library.stateful.scenarios import GRID, checkpoint_batch, run
 
 
 def test_the_grid_covers_what_it_claims():

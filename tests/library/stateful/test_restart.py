@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.support.stateful_compare import check_resumed
-from tests.support.stateful_scenarios import GRID, run
+from tests.library.stateful.compare import check_resumed
+from tests.library.stateful.scenarios import GRID, run
 
 CHILD = ["-m", "tests.library.stateful.resume_child"]  # run from the repository root, where tests is a package
 ROOT = pathlib.Path(__file__).resolve().parents[3]

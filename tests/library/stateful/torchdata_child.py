@@ -11,7 +11,7 @@ import warnings
 
 import torch
 
-from tests.support.stateful_scenarios import RangeStream, ResumableSampler
+from tests.library.stateful.scenarios import RangeStream, ResumableSampler
 
 
 def build(loader_class, case):

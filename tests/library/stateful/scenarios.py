@@ -18,6 +18,7 @@ this module is importable (spawned workers, the restart subprocess find it).
 
 from __future__ import annotations
 
+import io
 import random
 
 import numpy as np
@@ -26,8 +27,30 @@ import torch.utils.data as tud
 
 import minidataloader as mdl
 from minidataloader.stateful import StatefulDataLoader, rng_states, set_rng_states
-from minidataloader_course.chapters.ch14.resume import plain, through_a_file  # noqa: F401 - scenarios import them from here
-from minidataloader_course.shared.compare import seed_everything  # noqa: F401 - and this
+
+
+def seed_everything(seed: int) -> None:
+    """Seed the three global generators a training script may draw from."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def plain(batch):
+    """A batch as nested lists: comparable with ``==``, printable."""
+    if isinstance(batch, torch.Tensor):
+        return batch.tolist()
+    if isinstance(batch, (list, tuple)):
+        return [plain(item) for item in batch]
+    return batch
+
+
+def through_a_file(obj):
+    """What ``torch.save`` then ``torch.load`` (``weights_only=True``, the default) give back."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer)
 
 
 def _worker() -> tuple:
