@@ -13,7 +13,7 @@ PYTEST := $(BIN)/python -m pytest
 # worker that runs out of tests takes half of the other's, so neither idles at the end.
 XDIST  ?= -n 2 --dist worksteal
 
-.PHONY: setup book book-under-load book-strict serve lab test lint unit browser chromium clean workbooks
+.PHONY: setup book book-under-load book-strict serve lab test lint unit browser chromium clean workbooks check
 
 setup: $(STAMP)
 
@@ -53,9 +53,19 @@ lab: setup
 	$(BIN)/python -m minidataloader_course create --path notebooks/myloader
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-## make workbooks: write notebooks/NN_*.ipynb from book/NN_*.md (a test fails when they differ)
+## make workbooks: write notebooks/NN_*.ipynb from book/NN_*.md, and course/EXERCISES.md from
+## the chapters' declarations (tests fail when either differs from what is committed)
 workbooks: setup
 	$(BIN)/python -m minidataloader_course.authoring.workbooks
+	$(BIN)/python -m minidataloader_course.authoring.tables
+
+## make check [CH=6]: the everyday loop, a few minutes: lint, the library's unit tests, the
+## house's rules, and chapter CH's course tests (its exercises, mutants, workbook, demos)
+CH ?= 1
+check: setup
+	$(BIN)/ruff check .
+	$(PYTEST) $(XDIST) -q -m "not browser and not slow" tests/library tests/test_layout.py
+	$(PYTEST) $(XDIST) -q -m "not browser" --chapter $(CH) tests/course tests/book
 
 ## make test: set up, then lint, unit tests, the strict book build, the browser tests
 test: setup chromium

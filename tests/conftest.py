@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import os
 import pathlib
+import re
 from urllib.parse import urlparse
 
 import pytest
@@ -37,7 +38,36 @@ LONGEST_FIRST = (ROOT / "tests" / "book" / "test_notebooks.py",
                  ROOT / "tests" / "course" / "test_milestones.py")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption("--chapter", type=int, default=None, metavar="N",
+                     help="run only the tests of chapter N (make check CH=N): its folder's "
+                          "tests, and the tests of its exercises, items, mutants and workbooks")
+
+
+def chapter_of(item) -> int | None:
+    """The chapter a test is about: its folder (tests/course/chNN/), an exercise, item or
+    mutant it is run for, or a chapter's page or workbook in its name; None if none."""
+    folder = re.search(r"/ch(\d\d)/", str(item.path))
+    if folder:
+        return int(folder.group(1))
+    from minidataloader_course import exercises, questions
+
+    known = {**exercises(), **questions()}
+    for value in getattr(getattr(item, "callspec", None), "params", {}).values():
+        for part in value if isinstance(value, (tuple, list)) else (value,):
+            name = getattr(part, "exercise", part)  # a Mutant names its exercise
+            if isinstance(name, str) and name in known:
+                return int(known[name].chapter[2:])
+    found = re.search(r"\[(?:ch)?(\d\d)[_-]", item.nodeid)
+    return int(found.group(1)) if found else None
+
+
+def pytest_collection_modifyitems(config, items):
+    chapter = config.getoption("--chapter")
+    if chapter is not None:
+        kept = [item for item in items if chapter_of(item) == chapter]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     for item in items:
         if item.path.parent in WORKER_FOLDERS and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(60))

@@ -19,8 +19,9 @@ import multiprocessing
 import pathlib
 import sys
 
+from minidataloader_course.catalog import milestones
 from minidataloader_course.learner import STUB, ensure_package, find_package, reset, status
-from minidataloader_course.milestones import milestones, run_milestone
+from minidataloader_course.milestones import run_milestone
 
 PROG = "python -m minidataloader_course"
 

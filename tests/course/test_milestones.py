@@ -14,7 +14,7 @@ import pytest
 
 import minidataloader_course.milestones as milestones_module
 from minidataloader_course import milestone
-from minidataloader_course.checker.check import verdict_of
+from minidataloader_course.catalog import milestones, verdict_of
 from minidataloader_course.learner import (
     ensure_package,
     fill_with_solutions,
@@ -24,7 +24,6 @@ from minidataloader_course.learner import (
     write_piece,
 )
 from minidataloader_course.milestones import _pieces_up_to as piece_exercises_up_to
-from minidataloader_course.milestones import milestones
 from tests.support.mp_procs import children, wait_gone
 
 SLACK = 10.0  # seconds beyond the time limits a loaded machine may need

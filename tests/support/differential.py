@@ -9,11 +9,9 @@ A scenario is a function of one argument, the library (``torch.utils.data`` or
 from __future__ import annotations
 
 import functools
-import random
-import types
 import warnings
 from collections import namedtuple
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +19,12 @@ import torch
 import torch.utils.data as tud
 
 import minidataloader as mdl
+from minidataloader_course.shared.compare import (
+    difference,
+    rng_states,
+    same_rng_states,
+    seed_everything,
+)
 
 LIBS = (tud, mdl)
 Point = namedtuple("Point", "x y")
@@ -50,15 +54,11 @@ class Outcome:
     value: object
     error: BaseException | None
     warnings: list
-    torch_rng: torch.Tensor
-    python_rng: tuple
-    numpy_rng: tuple
+    rng: tuple  # the global generators' states afterwards (shared.compare.rng_states)
 
 
 def run(scenario, lib, seed: int = 0) -> Outcome:
-    torch.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed)
+    seed_everything(seed)
     value = error = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -66,8 +66,7 @@ def run(scenario, lib, seed: int = 0) -> Outcome:
             value = scenario(lib)
         except Exception as exc:  # noqa: BLE001 - the exception is what we compare
             error = exc
-    return Outcome(value, error, [w.category for w in caught], torch.get_rng_state(),
-                   random.getstate(), np.random.get_state())
+    return Outcome(value, error, [w.category for w in caught], rng_states())
 
 
 def same(scenario, seed: int = 0) -> Outcome:
@@ -86,9 +85,8 @@ def same(scenario, seed: int = 0) -> Outcome:
     assert len(ref.warnings) == len(got.warnings) and all(
         issubclass(g, r) for r, g in zip(ref.warnings, got.warnings)), (
         f"warnings: torch {ref.warnings}, ours {got.warnings}")
-    assert torch.equal(ref.torch_rng, got.torch_rng), "the global torch RNG state differs"
-    assert ref.python_rng == got.python_rng, "the `random` module's state differs"
-    assert _numpy_state_equal(ref.numpy_rng, got.numpy_rng), "numpy's global RNG differs"
+    rng = same_rng_states(ref.rng, got.rng)
+    assert rng is None, rng
     return ref
 
 
@@ -99,60 +97,11 @@ def same_error(scenario, seed: int = 0) -> type:
     return type(ref.error)
 
 
-def _numpy_state_equal(a, b) -> bool:
-    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
-               for x, y in zip(a, b))
-
-
-def _mirrored(ta: type, tb: type) -> bool:
-    """torch's class and ours of the same name, or one a test builds once per library."""
-    if ta.__qualname__ != tb.__qualname__:
-        return False
-    return ta.__module__ == tb.__module__ or (
-        ta.__module__.startswith("torch.utils.data") and tb.__module__.startswith("minidataloader"))
-
-
 def assert_identical(a, b, path: str = "value") -> None:
-    ta, tb = type(a), type(b)
-    assert ta is tb or _mirrored(ta, tb), f"{path}: type {ta} vs {tb}"
-    if isinstance(a, torch.Tensor):
-        assert (a.is_nested, a.layout, a.device) == (b.is_nested, b.layout, b.device), path
-        if a.is_nested:
-            a, b = a.to_padded_tensor(0.0), b.to_padded_tensor(0.0)
-        elif a.layout != torch.strided:
-            a, b = a.to_dense(), b.to_dense()
-        assert (a.dtype, a.shape) == (b.dtype, b.shape), (
-            f"{path}: {a.dtype} {tuple(a.shape)} vs {b.dtype} {tuple(b.shape)}")
-        assert torch.equal(a, b) or (a.is_floating_point() and torch.allclose(
-            a, b, rtol=0, atol=0, equal_nan=True)), f"{path}: {a} vs {b}"
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype} vs {b.dtype}"
-        assert np.array_equal(a, b), f"{path}: {a} vs {b}"
-    elif isinstance(a, torch.Generator):
-        assert torch.equal(a.get_state(), b.get_state()), f"{path}: generator states differ"
-    elif isinstance(a, Mapping):
-        assert list(a) == list(b), f"{path}: keys {list(a)} vs {list(b)}"
-        for key in a:
-            assert_identical(a[key], b[key], f"{path}[{key!r}]")
-    elif isinstance(a, Sequence) and not isinstance(a, (str, bytes, range)):
-        assert len(a) == len(b), f"{path}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_identical(x, y, f"{path}[{i}]")
-    elif isinstance(a, types.FunctionType):  # torch's default_collate and ours, say
-        assert a is b or a.__qualname__ == b.__qualname__, f"{path}: {a} vs {b}"
-    elif ta is not tb:  # torch's object and ours: compare what they expose
-        for key in _public_state(a) | _public_state(b):
-            assert_identical(getattr(a, key, None), getattr(b, key, None), f"{path}.{key}")
-    else:
-        assert a == b or (a != a and b != b), f"{path}: {a!r} vs {b!r}"
-    if isinstance(a, (dict, list)) and ta not in (dict, list):  # a subclass: its extra state
-        assert_identical(getattr(a, "default_factory", None), getattr(b, "default_factory", None))
-        assert_identical(getattr(a, "__dict__", None), getattr(b, "__dict__", None),
-                         f"{path}.__dict__")
-
-
-def _public_state(obj) -> set:
-    return {key for key in getattr(obj, "__dict__", {}) if not key.startswith("_")}
+    """torch's value ``a`` and ours ``b`` are the same all the way down (the course's one
+    comparer, strict: see minidataloader_course.shared.compare)."""
+    problem = difference(a, b, path, strict=True)
+    assert problem is None, problem
 
 
 # ----------------------------------------------------------------------------------------

@@ -171,7 +171,8 @@ def question_item(question: QuestionText, chapter: str, where: str):
     """The registered item a chapter's check-yourself admonition stands for, after checking
     that the two agree: the chapter, and for a multiple-choice item the letters of its
     options and the letter its Answer opens with."""
-    from minidataloader_course.checker.questions import Choice, questions
+    from minidataloader_course.catalog import questions
+    from minidataloader_course.checker.questions import Choice
 
     item = questions().get(question.name)
     if item is None or item.chapter != chapter:
@@ -323,7 +324,7 @@ def piece_stub(piece: str, where: str) -> str:
 def piece_exercise(piece: str, chapter: str, where: str):
     """The exercise of this chapter that asks for ``piece``, and whether an earlier chapter
     asked for it already (then the learner grows their own version)."""
-    from minidataloader_course.checker.framework import exercises
+    from minidataloader_course.catalog import exercises
 
     asking = [e for e in exercises().values() if e.piece == piece]
     here = [e for e in asking if e.chapter == chapter]
@@ -336,7 +337,7 @@ def piece_exercise(piece: str, chapter: str, where: str):
 
 def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
     """The stub cell as the workbook gets it, and its check cell."""
-    from minidataloader_course.checker.framework import exercises
+    from minidataloader_course.catalog import exercises
 
     first, _, body = cell.source.partition("\n")
     piece = _PIECE.match(first)
@@ -506,6 +507,16 @@ def workbook_text(path: pathlib.Path, text: str | None = None) -> str:
 
 def chapters(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
     return sorted((root / "book").glob("[0-9][0-9]_*.md"))
+
+
+def chapter_pages(number: int, root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+    """The pages of chapter ``number`` (chapter 10 has two), in the order of ``_toc.yml``."""
+    pages = [line.split("book/", 1)[1].strip() for line in (root / "_toc.yml").read_text()
+             .splitlines() if "file: book/" in line]
+    found = [root / "book" / f"{page}.md" for page in pages if page[:2] == f"{number:02d}"]
+    if not found:
+        raise ChapterError(f"_toc.yml has no chapter {number}")
+    return found
 
 
 def workbook_path(chapter: pathlib.Path) -> pathlib.Path:

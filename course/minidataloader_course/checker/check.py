@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import copy
-import difflib
 import enum
 import io
 import multiprocessing
 import os
 import pickle
 import signal
-import sys
 import traceback
 from dataclasses import dataclass
 
 import torch
 
 from minidataloader_course.checker import sandbox
-from minidataloader_course.checker.compare import Raised, difference, short
-from minidataloader_course.checker.framework import Case, Exercise, TooManyItems, exercises
+from minidataloader_course.checker.framework import Case, Exercise, TooManyItems
 from minidataloader_course.checker.sandbox import (
     CAN_FORK,
     OUTPUT_KEPT,
@@ -27,12 +24,15 @@ from minidataloader_course.checker.sandbox import (
     OutputFlood,
     install_tripwires,
     is_readers_code,
-    run_forked,
-    run_inline,
-    seed_everything,
-    untouched_rng,
 )
 from minidataloader_course.checker.verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
+from minidataloader_course.shared.compare import (
+    Raised,
+    difference,
+    seed_everything,
+    short,
+    untouched_rng,
+)
 
 INLINE_NOTE = (
     "checked in this process, without a time limit: this system has no os.fork (Windows). "
@@ -129,42 +129,16 @@ class ExerciseError(RuntimeError):
     """The exercise itself is broken (its reference failed): a bug in the book, not yours."""
 
 
-def check(implementation, name: str | None = None) -> Verdict:
-    """Check your function or class against the exercise of the same name.
-
-    Your code runs on hidden cases in a separate process with a time limit, and its
-    results are compared with the expected ones. ``name`` picks the exercise when your
-    function has another name. Returns a :class:`Verdict`: ✔ passed, ✘ failed (with the case,
-    what was expected, what your code gave and a hint) or "not attempted yet". Outside
-    Jupyter (a script, a test) the verdict is also printed.
-    """
-    return shown(verdict_of(implementation, name))
-
-
-def verdict_of(implementation, name: str | None = None) -> Verdict:
-    """``check`` without printing: for callers that make a verdict of their own of it."""
-    name = name or getattr(implementation, "__name__", None)
-    known = exercises()
-    exercise = known.get(name) if isinstance(name, str) else None
-    if exercise is None:
-        return _unknown_exercise(name, known)
+def verdict(exercise: Exercise, implementation) -> Verdict:
+    """Run ``implementation`` on the exercise's hidden cases, in a child process with a time
+    limit, and judge what it gave against what the reference (or torch) gives. Reader-facing:
+    ``check`` in ``minidataloader_course``, which finds the exercise by name."""
     with untouched_rng():  # even a careless case factory leaves the caller's RNGs alone
         cases = exercise.cases()
         expected = reference_results(exercise, cases)
         body = _reader_body(exercise, implementation, cases, expected)
-        report = run_forked(body, exercise.time_limit) if CAN_FORK else run_inline(body)
+        report = sandbox.run(body, exercise.time_limit)
     return _judge(exercise, cases, expected, report)
-
-
-def shown(verdict):
-    """Print the verdict (a check's, a milestone's) where a returned value is not shown by
-    itself: IPython (Jupyter) and the interactive interpreter display it, a script or a test
-    would print nothing."""
-    ipython = sys.modules.get("IPython")
-    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
-    if shell is None and not hasattr(sys, "ps1"):
-        print(verdict)
-    return verdict
 
 
 # NOTE [ Expected results are computed once ]
@@ -226,7 +200,7 @@ def _computed_results(exercise: Exercise, cases: list[Case]) -> list:
                 send(("error", index, f"its result cannot be sent back ({error})"))
 
     limit = max(10.0, 5 * exercise.time_limit)
-    report = run_forked(body, limit) if CAN_FORK else run_inline(body)
+    report = sandbox.run(body, limit)
     results = {index: value for kind, index, value in report.messages if kind == "case"}
     errors = [f"case {index}: {text}" for kind, index, text in report.messages if kind == "error"]
     if not report.finished or errors or len(results) != len(cases):
@@ -426,15 +400,3 @@ def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int
                 "signal": name, "description": signal.strsignal(report.signal) or name}
         return Outcome.EXITED, current, {"exit_code": report.exit_code}
     return Outcome.PASSED, None, {}
-
-
-def _unknown_exercise(name, known: dict) -> Verdict:
-    if not isinstance(name, str):
-        return Verdict(exercise="?", status=FAILED,
-                       summary="check(...) needs your function or class, e.g. check(my_function)")
-    close = difflib.get_close_matches(name, known, n=1)
-    guess = f"did you mean {close[0]!r}? " if close else ""
-    return Verdict(exercise=name, status=FAILED,
-                   summary=f"there is no exercise called {name!r}",
-                   hint=(f"{guess}If you renamed the function, give the exercise's name: "
-                         f"check(my_function, name={(close or ['<exercise name>'])[0]!r})"))

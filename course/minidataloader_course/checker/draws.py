@@ -519,7 +519,7 @@ def compare_with_draws(compare: Callable | None = None, key: str = DRAWS_KEY) ->
     """An ``Exercise.compare`` for observations (dicts) that hold a draw log under ``key``
     (a list of :class:`Draw`, e.g. ``log.rows``): the logs are compared first, with
     :func:`compare_draws`, then the rest with ``compare`` (default: ``difference``)."""
-    from minidataloader_course.checker.compare import Raised, difference
+    from minidataloader_course.shared.compare import Raised, difference
 
     rest = compare or difference
 

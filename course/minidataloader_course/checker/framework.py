@@ -6,8 +6,6 @@ An exercise is declared once, in ``course/minidataloader_course/chNN.py``, with
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ class Case:
     def describe(self) -> str:
         if self.description is not None:
             return self.description
-        from minidataloader_course.checker.compare import short
+        from minidataloader_course.shared.compare import short
 
         return ", ".join(f"{name}={short(value, 60)}" for name, value in self.inputs.items())
 
@@ -71,11 +69,44 @@ def take(iterable: Iterable, limit: int = 10_000) -> list:
     return items
 
 
+@dataclass(frozen=True)
+class Rule:
+    """A rule an exercise's statement states, and the hidden cases that test it: their
+    numbers, from 1, in the order ``cases()`` returns them (``note``: which of them test a
+    special case of the rule)."""
+
+    text: str
+    cases: tuple[int, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A plausible wrong answer to an exercise, declared in its chapter's ``mutants.py``:
+    the solution's source with ``changes`` made (each ``(text of the solution, what it
+    becomes)``, the text found exactly once), written where a learner writes it. The check must
+    refuse it with a verdict that contains every one of ``says``: the words of the rule it
+    breaks. The tests run every one (tests/course/checker/test_mutants.py)."""
+
+    exercise: str
+    mistake: str  # what the learner got wrong
+    changes: tuple[tuple[str, str], ...]
+    says: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.exercise}: {self.mistake}"
+
+
+def mutant(exercise: str, mistake: str, changes, *says: str) -> Mutant:
+    return Mutant(exercise, mistake, tuple(changes), says)
+
+
 @dataclass
 class Exercise:
     """One checked exercise.
 
-    reference   the model solution, defined in ``exercises/solutions/chNN.py`` (the only
+    reference   the model solution, defined in its chapter's ``solution.py`` (the only
                 place solutions live: the book shows them and the workbook tests paste them).
     cases       a factory returning the hidden :class:`Case` list; called on every check,
                 so each run gets fresh inputs.
@@ -102,8 +133,14 @@ class Exercise:
                 check that the reference passes, so the reference then agrees with torch.
     piece       for a piece of the learner's own loader: ``"<module>.<Name>"``, where it goes
                 in the learner's package (``notebooks/myloader/<module>.py``); see
-                ``exercises/learner``. Several chapters may ask for the same piece (each one
-                grows it); the latest one's reference is the finished piece.
+                ``minidataloader_course.learner``. Several chapters may ask for the same
+                piece (each one grows it); the latest one's reference is the finished piece.
+    rules       the rules the statement states, each with the hidden cases that test it
+                (:class:`Rule`); course/EXERCISES.md is made from them.
+    goals       the chapter's learning goals it assesses, numbered from 1 in the order of the
+                chapter's "Learning goals" box.
+    expected_from  where the expected values come from, in a few words, for EXERCISES.md
+                (default: "torch" with an oracle, else "reference").
     """
 
     reference: Any
@@ -118,10 +155,15 @@ class Exercise:
     seed: int = 0
     oracle: Any = None  # these two last: positional arguments keep their meaning
     piece: str = ""
+    rules: tuple[Rule, ...] = ()
+    goals: tuple[int, ...] = ()
+    expected_from: str = ""
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):
         self.name = self.name or self.reference.__name__
+        self.expected_from = self.expected_from or ("reference" if self.oracle is None
+                                                    else "torch")
         unknown = [n for n in self.allowed if "." not in n and n not in LOADER_PIECES]
         if unknown:
             raise ValueError(f"exercise {self.name!r}: allowed names {unknown} are not loader "
@@ -136,25 +178,37 @@ class Exercise:
         return [n for n in names + list(self.forbidden) if n not in allowed]
 
 
-_REGISTRY: dict[str, Exercise] = {}
+# What the chapters register; ``minidataloader_course.catalog`` imports every chapter and
+# reads these (the checker itself knows no chapter).
+EXERCISES: dict[str, Exercise] = {}
+QUESTIONS: dict[str, Any] = {}  # the check-yourself items (questions.py), by name
 _CHAPTER_MODULE = re.compile(r"ch\d\d$")
-_loaded = False
 
 
-def register(exercise):
+def register(item):
     """Add an exercise, or a check-yourself item (``Choice``, ``Prediction``), to the book's
     registry. Names are unique across the whole book."""
-    from minidataloader_course.checker.questions import Choice, Prediction, register_question
+    if not isinstance(item, Exercise):
+        return _register_question(item)
+    item.chapter = item.chapter or _chapter_of(item.reference.__module__)
+    existing = EXERCISES.get(item.name)
+    if existing is not None and existing.chapter != item.chapter:
+        raise ValueError(f"two exercises are called {item.name!r} ({existing.chapter} and "
+                         f"{item.chapter}): exercise names must be unique across the book")
+    EXERCISES[item.name] = item  # re-registering from the same chapter replaces it
+    return item
 
-    if isinstance(exercise, (Choice, Prediction)):
-        return register_question(exercise)
-    exercise.chapter = exercise.chapter or _chapter_of(exercise.reference.__module__)
-    existing = _REGISTRY.get(exercise.name)
-    if existing is not None and existing.chapter != exercise.chapter:
-        raise ValueError(f"two exercises are called {exercise.name!r} ({existing.chapter} and "
-                         f"{exercise.chapter}): exercise names must be unique across the book")
-    _REGISTRY[exercise.name] = exercise  # re-registering from the same chapter replaces it
-    return exercise
+
+def _register_question(item):
+    if not callable(getattr(item, "judge", None)):
+        raise TypeError(f"register() takes an Exercise, a Choice or a Prediction, not "
+                        f"{type(item).__name__}")
+    item.chapter = item.name[:4]
+    existing = QUESTIONS.get(item.name)
+    if existing is not None and type(existing) is not type(item):
+        raise ValueError(f"two check-yourself items are called {item.name!r}")
+    QUESTIONS[item.name] = item
+    return item
 
 
 def _chapter_of(module: str) -> str:
@@ -162,17 +216,3 @@ def _chapter_of(module: str) -> str:
     module's last name (a reader's own module, say)."""
     parts = module.split(".")
     return next((part for part in parts if _CHAPTER_MODULE.match(part)), parts[-1])
-
-
-def exercises() -> dict[str, Exercise]:
-    """Every registered exercise, by name (imports every chapter's ``checks`` the first
-    time)."""
-    global _loaded
-    if not _loaded:
-        from minidataloader_course import chapters
-
-        for module in pkgutil.iter_modules(chapters.__path__):
-            if _CHAPTER_MODULE.match(module.name):
-                importlib.import_module(f"{chapters.__name__}.{module.name}.checks")
-        _loaded = True
-    return dict(_REGISTRY)

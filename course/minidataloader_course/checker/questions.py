@@ -10,7 +10,8 @@ Two kinds, registered in a chapter's ``chNN.py`` with the same ``register`` as e
   (``mistakes`` for the wrong predictions a learner is likely to make, ``why`` otherwise).
 
 The chapter holds the question and a collapsed "Answer" (see README.md, "Check yourself");
-the workbook gets both, an answer cell (``answer = None``) and ``check_answer(name, answer)``.
+the workbook gets both, an answer cell (``answer = None``) and ``check_answer(name, answer)``
+(``minidataloader_course.catalog`` finds the item by its name).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from minidataloader_course.checker.compare import difference, short
 from minidataloader_course.checker.verdict import FAILED, NOT_ANSWERED, PASSED, Verdict
+from minidataloader_course.shared.compare import difference, short, untouched_rng
 
 NAME = re.compile(r"^ch\d\d-[a-z0-9]+(-[a-z0-9]+)*$")
 _WRONG_AGAIN = ("think again, change your answer, and run both cells again; the collapsed "
@@ -40,6 +41,7 @@ class Choice:
     name: str
     answer: str
     why: dict[str, str]
+    goals: tuple[int, ...] = ()  # the chapter's learning goals it assesses (from 1)
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):
@@ -101,6 +103,7 @@ class Prediction:
     mistakes: dict = field(default_factory=dict)
     compare: Callable[[Any, Any], str | None] | None = None
     prompt_text: str = "a number"
+    goals: tuple[int, ...] = ()  # the chapter's learning goals it assesses (from 1)
     chapter: str = field(default="", repr=False)
 
     def __post_init__(self):
@@ -113,8 +116,6 @@ class Prediction:
         return f"your prediction: {self.prompt_text}"
 
     def right_answer(self):
-        from minidataloader_course.checker.sandbox import untouched_rng
-
         with untouched_rng():  # the real run must not change the learner's random numbers
             return self.measure()
 
@@ -168,43 +169,3 @@ def _check_name(name: str) -> None:
 def _not_answered(name: str) -> Verdict:
     return Verdict(name, NOT_ANSWERED, f"{name}: replace None with your answer in the cell "
                    f"above, run it, then run this cell")
-
-
-_QUESTIONS: dict[str, Question] = {}
-
-
-def register_question(item: Question) -> Question:
-    """Add an item to the book's registry (``register`` does this for an item)."""
-    item.chapter = item.name[:4]
-    existing = _QUESTIONS.get(item.name)
-    if existing is not None and type(existing) is not type(item):
-        raise ValueError(f"two check-yourself items are called {item.name!r}")
-    _QUESTIONS[item.name] = item
-    return item
-
-
-def questions() -> dict[str, Question]:
-    """Every registered check-yourself item, by name (imports every ``chNN`` module)."""
-    from minidataloader_course.checker.framework import exercises
-
-    exercises()
-    return dict(_QUESTIONS)
-
-
-def check_answer(name: str, answer) -> Verdict:
-    """Check your answer to the check-yourself item ``name`` (the workbook writes this call
-    under each item). ``answer`` is a letter for a multiple-choice item, your prediction
-    for a predict-then-run item (the check runs the real thing first), or ``None`` while
-    you have not answered. Returns a :class:`Verdict`, printed outside Jupyter."""
-    from minidataloader_course.checker.check import shown
-
-    known = questions()
-    item = known.get(name) if isinstance(name, str) else None
-    if item is None:
-        import difflib
-
-        close = difflib.get_close_matches(str(name), known, n=1)
-        return shown(Verdict(str(name), FAILED, f"there is no check-yourself item called "
-                             f"{name!r}", hint=f"did you mean {close[0]!r}?" if close else "",
-                             in_doubt=""))
-    return shown(item.judge(answer))

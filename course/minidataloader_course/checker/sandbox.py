@@ -31,7 +31,6 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import random
 import select
 import signal
 import site
@@ -45,11 +44,10 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 import minidataloader
-from minidataloader_course.shared.compare import seed_everything  # noqa: F401 - the checks seed case by case
+from minidataloader_course.shared.compare import untouched_rng
 
 CAN_FORK = hasattr(os, "fork")
 in_child = False  # True in a child started by run_forked
@@ -129,30 +127,6 @@ def _write_fd(fd: int):
         while data:
             data = data[os.write(fd, data):]
     return sink
-
-
-# ---------------------------------------------------------------------------------------
-# Random number generators
-
-
-def _rng_states():
-    return random.getstate(), np.random.get_state(), torch.get_rng_state()
-
-
-def _restore_rng_states(states) -> None:
-    random.setstate(states[0])
-    np.random.set_state(states[1])
-    torch.set_rng_state(states[2])
-
-
-class untouched_rng:
-    """Context manager: global RNG states are put back as they were on exit."""
-
-    def __enter__(self):
-        self._states = _rng_states()
-
-    def __exit__(self, *exc):
-        _restore_rng_states(self._states)
 
 
 # ---------------------------------------------------------------------------------------
@@ -514,6 +488,13 @@ def _child(body: Callable, write_fd: int, output_fd: int) -> None:
 #                                                                                   |
 #                                            read what is in the pipe, then killpg <-+
 _STARTUP = 30.0
+
+
+def run(body: Callable[[Callable, Callable], None], time_limit: float) -> ChildReport:
+    """Run ``body(send, printed)`` where code that may misbehave can run: a forked child with
+    a time limit (``run_forked``), or, on a system without fork (Windows), this process
+    without one (``run_inline``)."""
+    return run_forked(body, time_limit) if CAN_FORK else run_inline(body)
 
 
 def run_forked(body: Callable[[Callable, Callable], None], time_limit: float) -> ChildReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import sys
 from dataclasses import dataclass
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
@@ -101,3 +102,14 @@ class Verdict:
 
 def _table(rows: str) -> str:
     return f'<table style="margin-top:4px;border:none">{rows}</table>' if rows else ""
+
+
+def shown(verdict):
+    """Print the verdict (a check's, a milestone's) where a returned value is not shown by
+    itself: IPython (Jupyter) and the interactive interpreter display it, a script or a test
+    would print nothing."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    if shell is None and not hasattr(sys, "ps1"):
+        print(verdict)
+    return verdict

@@ -17,7 +17,7 @@ import traceback
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from minidataloader_course.learner import (
+from minidataloader_course.learner.package import (
     EDITED,
     STUB,
     PieceConflict,

@@ -329,7 +329,7 @@ def reset(package: pathlib.Path, pieces: list[str] | None = None) -> pathlib.Pat
 
 def piece_exercises() -> dict[str, list]:
     """The exercises that ask for each piece, in chapter order."""
-    from minidataloader_course.checker.framework import exercises
+    from minidataloader_course.catalog import exercises
 
     found: dict[str, list] = {}
     for exercise in sorted(exercises().values(), key=lambda e: e.chapter):
@@ -422,11 +422,3 @@ def import_package(package: pathlib.Path, fresh: bool = True):
             del sys.modules[name]
         importlib.invalidate_caches()
     return importlib.import_module(package.name)
-
-
-def load_ipython_extension(ipython) -> None:
-    """``%load_ext minidataloader_course.learner``: the ``%%piece`` magic, and the
-    learner's package made (if need be) and importable."""
-    from minidataloader_course.learner._magic import load
-
-    load(ipython)

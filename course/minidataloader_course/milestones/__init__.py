@@ -31,17 +31,16 @@ import html
 import importlib
 import pathlib
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch.utils.data
 
+from minidataloader_course.catalog import milestones, verdict_of
 from minidataloader_course.checker import check as _check
-from minidataloader_course.checker.check import shown, verdict_of
-from minidataloader_course.checker.compare import Raised, difference
-from minidataloader_course.checker.framework import BASE_CLASSES, Case, Exercise
-from minidataloader_course.checker.sandbox import CAN_FORK, run_forked, run_inline, seed_everything
+from minidataloader_course.checker import sandbox
+from minidataloader_course.checker.framework import Case, Exercise
+from minidataloader_course.checker.milestones import LOADER_INTERNALS, Suite
+from minidataloader_course.checker.sandbox import CAN_FORK
 from minidataloader_course.checker.verdict import (
     _COLOURS,
     _MARK,
@@ -50,6 +49,7 @@ from minidataloader_course.checker.verdict import (
     NOT_ATTEMPTED,
     PASSED,
     Verdict,
+    shown,
 )
 from minidataloader_course.learner import (
     STUB,
@@ -60,78 +60,7 @@ from minidataloader_course.learner import (
     split_piece,
 )
 from minidataloader_course.learner import status as piece_states
-
-# What the learner's loader may not call, beyond the public loader pieces every exercise
-# forbids: the internals of torch's loader and of the package.
-LOADER_INTERNALS = tuple(
-    f"{prefix}.{name}"
-    for prefix, names in [
-        ("torch.utils.data.dataloader", ["_SingleProcessDataLoaderIter",
-                                         "_MultiProcessingDataLoaderIter"]),
-        ("torch.utils.data._utils.fetch", ["_MapDatasetFetcher", "_IterableDatasetFetcher"]),
-        ("torch.utils.data._utils.collate", ["collate", "default_collate", "default_convert"]),
-        ("torch.utils.data._utils.worker", ["_worker_loop"]),
-        ("torch.utils.data._utils.pin_memory", ["pin_memory", "_pin_memory_loop"]),
-        ("minidataloader.dataloader", ["_SingleProcessDataLoaderIter",
-                                       "_MultiProcessingDataLoaderIter"]),
-        ("minidataloader.fetch", ["_MapDatasetFetcher", "_IterableDatasetFetcher"]),
-        ("minidataloader.collate", ["collate"]),
-        ("minidataloader.worker", ["_worker_loop"]),
-        ("minidataloader.pin_memory", ["pin_memory", "_pin_memory_loop"]),
-    ]
-    for name in names)
-
-
-@dataclass
-class Suite:
-    """One check of the assembled loader: torch's and the learner's, case by case.
-
-    cases      a factory of plain, picklable specs (one per case)
-    observe    ``observe(data, spec)`` -> what a user observes; ``data`` is
-               ``torch.utils.data`` or the learner's package (anything with a
-               ``DataLoader``). An exception escaping it is the observation (compared by
-               type). It runs with the global RNGs seeded alike for both.
-    describe   ``describe(spec)`` -> the case in words, for the verdict
-    allowed    the public loader pieces the learner's code may call (``Exercise.allowed``)
-    """
-
-    name: str
-    cases: Callable[[], list]
-    observe: Callable[[Any, Any], Any]
-    describe: Callable[[Any], str]
-    time_limit: float = 30.0
-    hint: str = ""
-    allowed: tuple[str, ...] = BASE_CLASSES
-
-
-@dataclass
-class Milestone:
-    """``number`` is the chapter whose workbook ends with it: the pieces of chapters up to
-    that one are checked first, then the suites."""
-
-    number: int
-    title: str
-    suites: list[Suite] = field(default_factory=list)
-
-
-MILESTONES: dict[int, Milestone] = {}
-
-
-def register_milestone(milestone: Milestone) -> Milestone:
-    MILESTONES[milestone.number] = milestone
-    return milestone
-
-
-def milestones() -> dict[int, Milestone]:
-    """Every milestone, by number (a chapter's ``milestone`` module registers it when
-    imported)."""
-    from minidataloader_course import chapters
-
-    for folder in sorted(pathlib.Path(chapters.__file__).parent.glob("ch[0-9][0-9]")):
-        if (folder / "milestone.py").exists():
-            importlib.import_module(f"{chapters.__name__}.{folder.name}.milestone")
-    return dict(sorted(MILESTONES.items()))
-
+from minidataloader_course.shared.compare import Raised, difference, seed_everything
 
 # ---------------------------------------------------------------------------------------
 # The verdict
@@ -345,7 +274,7 @@ def _run_suite(suite: Suite, package, pieces: dict[str, Exercise], path) -> Step
     cases = exercise.cases()
     expected = _check.reference_results(exercise, cases)
     body = _check._reader_body(exercise, package, cases, expected)
-    report = run_forked(body, suite.time_limit) if CAN_FORK else run_inline(body)
+    report = sandbox.run(body, suite.time_limit)
     found = _check._judge(exercise, cases, expected, report)
     if found.passed:
         return Step(suite.name, PASSED, f"the same as torch on all {len(cases)} cases"
@@ -422,7 +351,7 @@ def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,
         send(("none",))
 
     # every piece may rerun the case: more time than the case's own
-    report = run_forked(body, 2 * exercise.time_limit) if CAN_FORK else run_inline(body)
+    report = sandbox.run(body, 2 * exercise.time_limit)
     fixed = [m[1] for m in report.messages if m[0] == "fixed by"]
     if fixed:
         module, name = split_piece(fixed[0])

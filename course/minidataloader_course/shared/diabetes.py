@@ -68,3 +68,12 @@ class Standardize:
 
     def __repr__(self):
         return f"Standardize(over {self.mean.numel()} features)"
+
+
+def diabetes_model() -> torch.nn.Module:
+    """Chapter 1's network: 8 -> 6 -> 4 -> 1, a sigmoid after each layer."""
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 6), torch.nn.Sigmoid(),
+        torch.nn.Linear(6, 4), torch.nn.Sigmoid(),
+        torch.nn.Linear(4, 1), torch.nn.Sigmoid(),
+    )

@@ -3,9 +3,9 @@
 - every exercise of a finished chapter has tiered hints: Hint 1 (a nudge), Hint 2 (the
   approach), Hint 3 (near-code), and none of them holds a line of the solution;
 - a hidden case that points at a hint tier (``Case(tier=...)``) points at one its exercise has;
-- every learning goal of a finished chapter is in the table "Learning goals, and what assesses
-  them" of ``course/README.md``, with the exercises, check-yourself items or
-  milestones that assess it, all of which exist.
+- every learning goal of a finished chapter is assessed: an exercise, an item or a milestone
+  declares it (``goals=``), and course/EXERCISES.md, the table made from the declarations,
+  is up to date.
 
 FINISHED lists the chapters whose hints and table are written: add yours when it is.
 """
@@ -19,21 +19,17 @@ import re
 import jupytext
 import pytest
 
-from minidataloader_course import exercises, questions
-from minidataloader_course.authoring import workbooks
+from minidataloader_course import exercises
+from minidataloader_course.authoring import tables, workbooks
 from minidataloader_course.learner import reference_source
-from minidataloader_course.milestones import milestones
 
 FINISHED = tuple(range(1, 15))  # every chapter
-README = pathlib.Path(workbooks.__file__).resolve().parents[2] / "README.md"
 TIERS = ("Hint 1: a nudge", "Hint 2: the approach", "Hint 3: near-code")
 
 
 def chapter(number: int) -> list[pathlib.Path]:
     """The pages of a chapter (chapter 10 has two)."""
-    pages = [p for p in workbooks.chapters() if p.name.startswith(f"{number:02d}_")]
-    assert pages, f"no chapter {number}"
-    return pages
+    return workbooks.chapter_pages(number)
 
 
 def exercise_sections(path: pathlib.Path) -> list[tuple[str, workbooks.ExerciseText]]:
@@ -121,55 +117,22 @@ def test_a_case_points_only_at_a_hint_its_exercise_has():
 
 
 # ---------------------------------------------------------------------------------------
-# Learning goals
+# Learning goals: every goal assessed, by things that exist (declared with ``goals=``)
 
 
-def learning_goals(path: pathlib.Path) -> list[str]:
-    """The bullets of a chapter's "Learning goals" admonition, each on one line."""
-    text = path.read_text()
-    block = re.search(r"^```\{admonition\} Learning goals\n(.*?)^```$", text,
-                      re.MULTILINE | re.DOTALL)
-    assert block, f"{path.name} has no Learning goals admonition"
-    bullets = re.split(r"^- ", block.group(1), flags=re.MULTILINE)[1:]
-    return [" ".join(bullet.split()).rstrip(";.") for bullet in bullets]
+@pytest.mark.parametrize("number", FINISHED)
+def test_every_learning_goal_is_assessed(number):
+    goals = tables.learning_goals(number)
+    found = tables.assessments(number)
+    unassessed = [goal for index, goal in enumerate(goals, 1) if index not in found]
+    assert not unassessed, f"chapter {number}: nothing declares these goals: {unassessed}"
+    beyond = sorted(index for index in found if not 1 <= index <= len(goals))
+    assert not beyond, f"chapter {number} has {len(goals)} goals; declared: goals {beyond}"
 
 
-def goal_table() -> dict[int, dict[str, str]]:
-    """The README's table: chapter -> goal -> what assesses it."""
-    text = README.read_text()
-    section = text.split("## Learning goals, and what assesses them", 1)[1]
-    section = section.split("\n# ", 1)[0]
-    tables = {}
-    for number, body in re.findall(r"^### Chapter (\d+)[^\n]*\n(.*?)(?=^### |\Z)", section,
-                                   re.MULTILINE | re.DOTALL):
-        rows = re.findall(r"^\| (.+?) \| (.+?) \|$", body, re.MULTILINE)
-        tables[int(number)] = {" ".join(goal.split()): by for goal, by in rows
-                               if goal not in ("learning goal", "---")}
-    return tables
-
-
-def test_the_goal_table_lists_every_goal_of_a_finished_chapter():
-    tables = goal_table()
-    for number in FINISHED:
-        goals = [goal for page in chapter(number) for goal in learning_goals(page)]
-        listed = tables.get(number, {})
-        missing = [goal for goal in goals if goal not in listed]
-        extra = [goal for goal in listed if goal not in goals]
-        assert not missing and not extra, (
-            f"chapter {number}: goals missing from the table {missing}; rows that are no goal "
-            f"(any more) {extra}")
-
-
-def test_what_assesses_a_goal_exists():
-    known = set(exercises()) | set(questions())
-    for number, rows in goal_table().items():
-        for goal, by in rows.items():
-            names = re.findall(r"`([^`]+)`", by)
-            found_milestones = re.findall(r"milestone (\d+)", by)
-            assert names or found_milestones, f"chapter {number}: nothing assesses {goal!r}"
-            unknown = [name for name in names if name not in known]
-            assert not unknown, f"chapter {number}, {goal!r}: no exercise or item {unknown}"
-            assert all(int(m) in milestones() for m in found_milestones), (number, goal)
+def test_the_goal_table_is_made_from_the_declarations():
+    assert tables.TABLES.read_text() == tables.tables(), (
+        "course/EXERCISES.md is stale: run `make workbooks`")
 
 
 def verdict_hints(exercise) -> str:

@@ -1,5 +1,5 @@
 """The checker, tested with wrong answers: every reference solution with a mistake a beginner
-plausibly makes (``mutants.py``), written where a learner writes it (a module outside the
+plausibly makes (each chapter's ``mutants.py``), written where a learner writes it (a module outside the
 package; a piece of the loader in the learner's own package, the other pieces right). Every
 one must be refused, with a verdict that names the broken rule. The session ends with the
 fraction refused (tests/conftest.py prints it)."""
@@ -12,9 +12,10 @@ import io
 import pytest
 
 from minidataloader_course import check, exercises
+from minidataloader_course.catalog import mutants
 from tests.course.checker.answers import answered
-from tests.course.checker.mutants import MUTANTS
 
+MUTANTS = mutants()
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
 
 

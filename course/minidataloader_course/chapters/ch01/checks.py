@@ -6,7 +6,7 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
 from minidataloader_course.chapters.ch01 import solution as solutions
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
 
 FINISHED_PIECE = ("minidataloader_course.viz.arithmetic.epoch_arithmetic",)
@@ -62,6 +62,18 @@ register(Exercise(
     cases=_size_cases,
     hint="full batches are dataset_size // batch_size; the remainder is dataset_size % batch_size",
     forbidden=FINISHED_PIECE,
+    expected_from="torch: `len(DataLoader)`",
+    rules=(
+        Rule("the batch size divides the dataset size: only full batches",
+             (1, 4, 10, 12)),
+        Rule("`drop_last=False`: the leftover makes one more, smaller batch",
+             (2, 6, 8)),
+        Rule("`drop_last=True`: the incomplete batch is dropped, also when it is the only one",
+             (3, 5, 7, 9)),
+        Rule("an empty dataset has no batch",
+             (11,)),
+    ),
+    goals=(2, 3),
 ))
 
 register(Exercise(
@@ -70,6 +82,16 @@ register(Exercise(
     cases=_size_cases,
     hint="the remainder dataset_size % batch_size is the size of the incomplete batch",
     forbidden=FINISHED_PIECE,
+    expected_from="torch: the last batch of a `BatchSampler`",
+    rules=(
+        Rule("a full last batch when the size divides, or with `drop_last`",
+             (1, 3, 4, 5, 7, 10, 12)),
+        Rule("the remainder otherwise",
+             (2, 6, 8)),
+        Rule("0 when there is no batch: empty, or `drop_last` with fewer samples than a batch",
+             (9, 11)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -98,6 +120,15 @@ register(Exercise(
     hint=("round up: a partly used epoch is still an epoch you must start. With integers, "
           "ceil(a / b) is -(-a // b)"),
     forbidden=FINISHED_PIECE,
+    rules=(
+        Rule("round up: a partly used epoch counts",
+             (2, 3, 5, 7)),
+        Rule("exact multiples, and 0 steps",
+             (1, 4, 6)),
+        Rule("an epoch without iterations raises `ValueError`",
+             (8,)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -116,6 +147,18 @@ register(Exercise(
                         (2, 5, True), (0, 4, False), (1, 1, False), (100, 32, True)]],
     run=_batches,
     hint="collect indices into a list; yield it when it holds batch_size of them",
+    expected_from="torch: `BatchSampler(SequentialSampler)`",
+    rules=(
+        Rule("lists of consecutive indices, full batches",
+             (3, 7)),
+        Rule("the last, smaller batch unless `drop_last`",
+             (1, 4)),
+        Rule("`drop_last` drops it, even the only one",
+             (2, 5, 8)),
+        Rule("an empty dataset yields nothing",
+             (6,)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -150,6 +193,11 @@ register(Exercise(
     run=_use_dataset,
     hint=("features: every column but the last, table[:, :-1]; label: the last column kept "
           "as a column, table[:, -1:], so each label has shape (1,). Return (features, label)"),
+    rules=(
+        Rule("features `(columns - 1,)`, label `(1,)`, `len` = rows, read by a `DataLoader`; not built on `TensorDataset`",
+             (1, 2, 3, 4), note="one column of features: 3, 4; one row: 3"),
+    ),
+    goals=(4,),
 ))
 
 
@@ -164,14 +212,14 @@ register(Choice(
              "before it reads anything",
         "d": "collating stacks whatever samples it is given: the size of the batch was decided "
              "before",
-    }))
+    }, goals=(1,)))
 
 register(Choice(
     "ch01-why-mini-batches", answer="b", why={
         "a": "torch accepts batch_size=1 (and chapter 1 trains with it at the end)",
         "c": "batches of one give the most updates per epoch: one per sample",
         "d": "one sample at a time needs the least memory per step",
-    }))
+    }, goals=(2,)))
 
 
 def _samples_dropped() -> int:
@@ -188,6 +236,7 @@ register(Prediction(
               0: "with drop_last=True the incomplete batch is dropped: its samples are not "
                  "used in that epoch",
               26: "26 samples would fill the last batch; the 6 that are there are dropped"},
+    goals=(3,),
 ))
 
 register(Choice(
@@ -197,7 +246,7 @@ register(Choice(
         "c": "the loader never pads: the last batch holds what is left over",
         "d": "in evaluation mode batch normalisation uses its running statistics, and takes a "
              "batch of one row",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch01-evaluation-order", answer="b", why={
@@ -205,4 +254,4 @@ register(Choice(
              "are the same in any order",
         "c": "a Subset is a dataset like any other: a shuffled loader can read it",
         "d": "the validation loader reads as many batches as it needs: here batches of 64",
-    }))
+    }, goals=(4,)))

@@ -14,10 +14,10 @@ import torch
 from torch.utils.data import ConcatDataset, DataLoader, Dataset, random_split
 
 from minidataloader_course.chapters.ch02 import solution as solutions
-from minidataloader_course.checker.compare import Raised, close
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.shared import data_path
+from minidataloader_course.shared.compare import Raised, close
 
 
 def _outcome(get):
@@ -82,6 +82,17 @@ register(Exercise(
     run=_use_map_dataset,
     hint=("__getitem__ gives one value per selected key, from that key's array at the index, "
           "as a tuple in the order of the keys; __len__ is the length of a selected array"),
+    rules=(
+        Rule("a tuple of the selected arrays' items, in the order of `keys`; `len`; read by a `DataLoader`",
+             (1, 4)),
+        Rule("`keys` defaults to `(\"x\", \"y\")`",
+             (2,)),
+        Rule("one key still gives a tuple",
+             (3,)),
+        Rule("only the selected arrays must agree in length; otherwise `ValueError` in `__init__`",
+             (5, 6)),
+    ),
+    goals=(1, 2),
 ))
 
 
@@ -147,6 +158,15 @@ register(Exercise(
     compare=close(rtol=1e-6, atol=0.0),  # numpy and pandas may round the last float32 bit apart
     hint=CSV_HINT,
     time_limit=3.0,
+    rules=(
+        Rule("the header names the columns; float32 features of every other column, in file order; label `(1,)` float32",
+             (1,)),
+        Rule("the label column anywhere",
+             (2, 3)),
+        Rule("a file with one data row",
+             (4,)),
+    ),
+    goals=(2, 3),
 ))
 
 
@@ -201,6 +221,15 @@ register(Exercise(
           "next(file), then for each remaining line yield (features, label) as float32 "
           "tensors of shapes (columns - 1,) and (1,)"),
     time_limit=3.0,
+    rules=(
+        Rule("the same pairs as `CsvDataset`, yielded line by line",
+             (1, 2, 3, 4)),
+        Rule("a new pass every `__iter__` (the second pass)",
+             (1, 2, 3, 4)),
+        Rule("read while yielding, never the whole file: rows written after the first sample come out too",
+             (5,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -253,6 +282,16 @@ register(Exercise(
     hint=("a negative index first becomes index + len(self); an index past the end raises "
           "IndexError, and a negative index below -len(self) raises ValueError, as torch's "
           "ConcatDataset does"),
+    expected_from="torch: `ConcatDataset`",
+    rules=(
+        Rule("indices run through the datasets end to end; empty ones are skipped",
+             (1, 2, 3)),
+        Rule("negative indices count from the end of the whole",
+             (1, 4)),
+        Rule("past the end: `IndexError`; below `-len`: `ValueError`",
+             (5,)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -316,6 +355,18 @@ register(Exercise(
           "generator=generator), cut into consecutive pieces, each a Subset, in a list"),
     allowed=("Dataset", "IterableDataset", "Sampler", "Subset"),
     time_limit=3.0,
+    expected_from="torch: `random_split`",
+    rules=(
+        Rule("whole lengths, one permutation cut in order, a list of `Subset`s",
+             (1,)),
+        Rule("fractions: floor each, deal the leftovers from the first split on",
+             (2, 3, 4, 5, 6, 7)),
+        Rule("no generator: the global generator",
+             (8,)),
+        Rule("lengths that do not add up, fractions outside [0, 1]: `ValueError`",
+             (9, 10)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -345,6 +396,11 @@ register(Exercise(
                    for key, (text, why) in _SCENARIOS.items()],
     run=lambda implementation, case: implementation(case.inputs["scenario"]),
     hint="map-style when you can fetch sample i directly; iterable when you can only read on",
+    rules=(
+        Rule("map-style when sample *i* can be fetched directly, iterable when one can only read on",
+             (1, 2, 3, 4, 5, 6)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -384,6 +440,7 @@ register(Prediction(
                  "__getitems__; with it, the loader never calls __getitem__",
               3: "3 is the number of batches, so of __getitems__ calls; __getitem__ is not "
                  "called at all"},
+    goals=(1,),
 ))
 
 register(Choice(
@@ -393,7 +450,7 @@ register(Choice(
         "c": "transform gets the image only; the label has its own target_transform",
         "d": "the transforms belong to the dataset: they run in __getitem__, on each sample, "
              "before the loader collates",
-    }))
+    }, goals=(2,)))
 
 
 def _genfromtxt_rows() -> int:
@@ -409,6 +466,7 @@ register(Prediction(
     mistakes={768: "768 is the number of data rows; np.genfromtxt reads the header too, as a "
                    "row of nan",
               767: "the header is not skipped, and no data row is lost"},
+    goals=(3,),
 ))
 
 
@@ -427,6 +485,7 @@ register(Prediction(
               (6, 3, 3): "6, 3 and 3 add up to 12, one more than the dataset has",
               (5, 3, 3): "the leftovers go one each to the first pieces first: the first piece "
                          "gets one, then the second"},
+    goals=(4,),
 ))
 
 register(Choice(
@@ -436,7 +495,7 @@ register(Choice(
         "c": "workers read streams; they just cannot split them without your help",
         "d": "nothing makes each worker skip lines unless __iter__ does it (chapter 7 shows "
              "how, with get_worker_info)",
-    }))
+    }, goals=(5,)))
 
 register(Choice(
     "ch02-copy-on-read", answer="b", why={
@@ -446,7 +505,7 @@ register(Choice(
              "own copy of the pages it touched",
         "d": "the batches are small, but the dataset's pages are copied too, as the workers "
              "read its objects",
-    }))
+    }, goals=(6,)))
 
 register(Choice(
     "ch02-spawn-copies", answer="b", why={
@@ -456,4 +515,4 @@ register(Choice(
              "another process; a numpy array is copied like anything else",
         "d": "the copy arrives with the pickled dataset, when the worker starts, before it "
              "reads a sample",
-    }))
+    }, goals=(6,)))

@@ -13,11 +13,11 @@ from torch.utils.data import (
 )
 
 from minidataloader_course.chapters.ch03 import solution as solutions
-from minidataloader_course.checker.compare import close
 from minidataloader_course.checker.draws import DRAWS_KEY, compare_with_draws, draws
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.shared import data_path
+from minidataloader_course.shared.compare import close
 
 
 def _generator(seed):
@@ -85,6 +85,16 @@ register(Exercise(
     hint="__iter__ gives the indices 0, 1, ..., len(data_source) - 1 in order; __len__ is "
          "the length of data_source",
     piece="sampler.SequentialSampler",
+    expected_from="torch: `SequentialSampler`",
+    rules=(
+        Rule("`0, 1, …, len - 1` every epoch; `len`",
+             (1, 2)),
+        Rule("an empty dataset: empty epochs, `len` 0",
+             (3,)),
+        Rule("`len(data_source)` read when the epoch starts: a dataset that grew is read to its end",
+             (4,)),
+    ),
+    goals=(1, 2),
 ))
 
 
@@ -155,6 +165,22 @@ register(Exercise(
     compare=compare_with_draws(),
     piece="sampler.RandomSampler",
     hint=f"the indices come from torch's draws: {LOOK}",
+    expected_from="torch: `RandomSampler`",
+    rules=(
+        Rule("torch's draws: the same calls, generators, order and moments (`draws()` logs with marks at `iter`, the first index, the end; then the indices and the global RNG afterwards)",
+             (1, 2, 3, 4, 5, 6, 7)),
+        Rule("with a generator: a permutation per epoch, plus the head's, drawn even when empty",
+             (1, 7)),
+        Rule("no generator: one seed from the global generator per epoch, for a new generator",
+             (2,)),
+        Rule("`num_samples`: whole permutations, then a head",
+             (3, 4)),
+        Rule("with replacement: `randint` in chunks of 32",
+             (5, 6)),
+        Rule("an empty dataset: `ValueError`",
+             (8,)),
+    ),
+    goals=(2,),
 ))
 
 
@@ -212,6 +238,16 @@ register(Exercise(
     hint=("collect the sampler's indices into a list and yield it when it holds batch_size of "
           "them; __len__ rounds up, or down with drop_last; __init__ refuses a batch_size that "
           "is not a positive int (bools included) and a drop_last that is not a bool"),
+    expected_from="torch: `BatchSampler`",
+    rules=(
+        Rule("lists of `batch_size` in the sampler's order; the last shorter one unless `drop_last`; `len` counts what is yielded",
+             (1, 2, 3, 5, 6, 7)),
+        Rule("a new pass over the sampler every epoch",
+             (4,)),
+        Rule("`batch_size` a positive int, not a bool; `drop_last` a bool: else `ValueError`",
+             (8, 9, 10, 11)),
+    ),
+    goals=(1, 5),
 ))
 
 
@@ -245,6 +281,13 @@ register(Exercise(
     hint=("torch.bincount(labels) counts the samples of each class; index it with labels to "
           "get each sample's class count, and return 1 / count as a float64 tensor "
           "(.double())"),
+    rules=(
+        Rule("float64, `1 / count of the sample's class`",
+             (1, 2, 3, 4)),
+        Rule("labels need not be 0, 1, 2, …",
+             (5,)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -308,6 +351,16 @@ register(Exercise(
     run=_use_bucket_sampler,
     hint=("shuffle the indices with torch.randperm(n, generator=self.generator), sort them by "
           "length, cut into batches of batch_size, and yield the batches in a random order"),
+    expected_from="reference, by properties",
+    rules=(
+        Rule("every index once per epoch, batch sizes, `len`",
+             (1, 2, 3, 4, 5)),
+        Rule("padding at most half that of random batches",
+             (1, 3)),
+        Rule("another order next epoch; the same batches for a generator seeded alike",
+             (1, 2, 3)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -352,6 +405,16 @@ register(Exercise(
     run=_use_epoch_sampler,
     hint=("remember the epoch in set_epoch; in __iter__, seed a NEW torch.Generator with "
           "seed + epoch and return iter(torch.randperm(n, generator=it).tolist())"),
+    expected_from="torch: `DistributedSampler` of one replica",
+    rules=(
+        Rule("epoch 0 until `set_epoch`; the same order when iterated again",
+             (2,)),
+        Rule("the order of epoch *e* from a new generator seeded with `seed + epoch`",
+             (1, 3)),
+        Rule("the global generator untouched (compared afterwards)",
+             (1, 2, 3, 4)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -375,6 +438,7 @@ register(Prediction(
               10: "with a sampler, the dataset's size no longer decides the length of an "
                   "epoch: the sampler's indices do",
               2: "the last, smaller batch counts too (drop_last is False)"},
+    goals=(1,),
 ))
 
 
@@ -392,6 +456,7 @@ register(Prediction(
     mistakes={2: "25 // 10 is 2 whole permutations, but the last 5 indices come from a third "
                  "one",
               1: "one permutation has only 10 indices: an epoch of 25 needs more"},
+    goals=(2,),
 ))
 
 register(Choice(
@@ -402,7 +467,7 @@ register(Choice(
              "same every epoch",
         "d": "the samplers do the split: both loaders read the same dataset, each only at its "
              "own indices; no Subset is needed",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch03-weighted-without-replacement", answer="b", why={
@@ -412,7 +477,7 @@ register(Choice(
              "once in the epoch, so the share over the epoch cannot change",
         "d": "the sampler accepts replacement=False as long as num_samples is at most the "
              "number of weights",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch03-shuffle-with-sampler", answer="a", why={
@@ -420,7 +485,7 @@ register(Choice(
              "__iter__ draws an order",
         "c": "the loader never changes the dataset: shuffling is a new order of indices",
         "d": "a sampler works with any batch_size: the BatchSampler groups its indices",
-    }))
+    }, goals=(6,)))
 
 register(Choice(
     "ch03-resume-at-epoch-5", answer="c", why={
@@ -429,4 +494,4 @@ register(Choice(
         "b": "a RandomSampler's order of epoch 5 is not made from seed + 5: it comes from "
              "the generator's state after all the draws of epochs 1 to 4",
         "d": "the generator moves on with every epoch: each epoch draws a new permutation",
-    }))
+    }, goals=(6,)))

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, default_collate, default_convert
 
 from minidataloader.collate import collate, default_collate_fn_map
 from minidataloader_course.chapters.ch04 import solution as solutions
-from minidataloader_course.checker.framework import Case, Exercise, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
 
 # What the reader rebuilds: the package's and torch's general collate, not only the
@@ -150,6 +150,26 @@ register(Exercise(
     forbidden=COLLATE_ITSELF,
     time_limit=3.0,
     piece="collate.default_collate",
+    expected_from="torch: `default_collate`",
+    rules=(
+        Rule("tensors stacked; numpy arrays as tensors of their dtype",
+             (1, 2)),
+        Rule("numpy numbers: one tensor of their dtype",
+             (14, 15)),
+        Rule("floats float64, ints int64, bools bool",
+             (3, 4, 5)),
+        Rule("strings as they are",
+             (6, 15)),
+        Rule("tuples and lists: a list of collated fields; unequal lengths `RuntimeError`",
+             (7, 8, 16)),
+        Rule("dicts and other mappings keep their keys and type (`OrderedDict`, `defaultdict`)",
+             (9, 12, 13)),
+        Rule("namedtuples keep their type; nesting",
+             (10, 11)),
+        Rule("any other type: `TypeError`",
+             (17,)),
+    ),
+    goals=(1, 2),
 ))
 
 
@@ -205,6 +225,20 @@ register(Exercise(
          "items (mappings keep their type), tuples as lists",
     time_limit=2.0,
     piece="collate.default_convert",
+    expected_from="torch: `default_convert`",
+    rules=(
+        Rule("numpy arrays and numbers to tensors",
+             (1, 2, 3)),
+        Rule("arrays of strings unchanged",
+             (4,)),
+        Rule("numbers, strings, tensors unchanged",
+             (5, 6, 7)),
+        Rule("tuples become lists, lists stay lists",
+             (8, 9)),
+        Rule("mappings keep keys and type; namedtuples keep their type; nesting",
+             (10, 11, 12, 13, 14)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -245,6 +279,15 @@ register(Exercise(
          "filled with zeros, lengths an int64 tensor of the true lengths, labels an int64 "
          "tensor",
     time_limit=2.0,
+    rules=(
+        Rule("`(padded, lengths, labels)`: zeros to the longest, the sequences' dtype, int64 lengths and labels",
+             (1, 2, 3)),
+        Rule("1-D int64 sequences",
+             (4,)),
+        Rule("a sequence of length 0",
+             (5,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -300,6 +343,13 @@ register(Exercise(
          "across the batch with collate and the registry you were given; then build one "
          "instance of the sample's own type from the collated fields",
     time_limit=3.0,
+    rules=(
+        Rule("the same dataclass, each field collated with the map",
+             (1,)),
+        Rule("reached through a dict, a tuple, another dataclass (the map passed on)",
+             (2, 3, 4)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -345,6 +395,13 @@ register(Exercise(
          "(self.features[indices]) and returns a list of (features, label) tuples, one per "
          "index; the loader then calls __getitems__ once per batch and never __getitem__",
     time_limit=3.0,
+    rules=(
+        Rule("`dataset[i]`, `len`, `__getitems__` a list of pairs",
+             (1, 2, 3)),
+        Rule("the loader calls `__getitems__` once per batch and never `__getitem__`",
+             (1, 2, 3)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -367,6 +424,7 @@ register(Prediction(
     mistakes={"float32": "float32 is torch's default for layers and for torch.rand, but "
                          "default_collate keeps Python's own precision: a float is a double",
               "float": "a Python float, yes, but collated it becomes a tensor: of which dtype?"},
+    goals=(2,),
 ))
 
 register(Choice(
@@ -377,7 +435,7 @@ register(Choice(
              "and a stacked uint8 image stays uint8",
         "d": "default_collate decides by type, field by field: the ints become one int64 "
              "tensor, and only the images are stacked",
-    }))
+    }, goals=(1,)))
 
 
 def _items_without_batching() -> int:
@@ -391,6 +449,7 @@ register(Prediction(
     mistakes={1: "batch_size=None is not one batch of everything: it turns batching off, so "
                  "each sample comes out on its own",
               0: "without batching the loader still reads every index of the sampler"},
+    goals=(3,),
 ))
 
 register(Choice(
@@ -400,7 +459,7 @@ register(Choice(
         "c": "the lookup is the same for any map: a dict by type, then isinstance in order",
         "d": "default_collate reads the map at every call, so an entry added later counts, "
              "for every loader of the process",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch04-why-lengths", answer="b", why={
@@ -409,7 +468,7 @@ register(Choice(
         "c": "the padded sequences all have the same length: stacking needs nothing more",
         "d": "a bucket sampler sorts by length before batching; the lengths returned with a "
              "batch tell the model where each sequence ends",
-    }))
+    }, goals=(5,)))
 
 register(Choice(
     "ch04-getitems-in-memory", answer="b", why={
@@ -418,4 +477,4 @@ register(Choice(
         "c": "one indexing per batch does not cost more than one per sample",
         "d": "the fetcher calls __getitems__ with or without workers, whenever the dataset "
              "has it and the loader batches",
-    }))
+    }, goals=(6,)))

@@ -10,7 +10,7 @@ from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFe
 
 from minidataloader_course.chapters.ch05 import solution as solutions
 from minidataloader_course.checker.draws import DRAWS_KEY, compare_with_draws, draws
-from minidataloader_course.checker.framework import Case, Exercise, TooManyItems, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, TooManyItems, register
 from minidataloader_course.checker.questions import Choice, Prediction
 
 LOADER_ITSELF = ("minidataloader.dataloader._SingleProcessDataLoaderIter",
@@ -162,6 +162,28 @@ register(Exercise(
          "batch_size and drop_last, and last the timeout without workers",
     time_limit=3.0,
     piece="dataloader.check_loader_arguments",
+    expected_from="torch: its `DataLoader`, built and started",
+    rules=(
+        Rule("accepted combinations return `None`",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
+        Rule("rule 1: `num_workers`, `timeout` >= 0",
+             (9, 10)),
+        Rule("rule 2: `prefetch_factor` and `persistent_workers` need workers; `prefetch_factor` >= 0",
+             (11, 12, 13)),
+        Rule("rule 3: a stream takes no shuffle, sampler or batch sampler (`shuffle=False` is fine)",
+             (7, 20, 21, 22)),
+        Rule("rule 4: a sampler excludes `shuffle=True`",
+             (14,)),
+        Rule("rule 5: a batch sampler excludes `batch_size`, `shuffle`, `sampler`, `drop_last`",
+             (15, 16, 17, 18)),
+        Rule("rule 6: `batch_size=None` excludes `drop_last=True`",
+             (19,)),
+        Rule("rule 7: the `BatchSampler`'s own checks, bools included",
+             (23, 24, 25, 26, 27)),
+        Rule("rule 8: `timeout` without workers: `AssertionError`",
+             (28,)),
+    ),
+    goals=(2,),
 ))
 
 
@@ -212,6 +234,16 @@ register(Exercise(
     forbidden=("minidataloader_course.viz.arithmetic.epoch_arithmetic",),
     time_limit=2.0,
     piece="dataloader.loader_len",
+    expected_from="torch: `len(DataLoader)`",
+    rules=(
+        Rule("map-style: the sampler, or batch sampler, sets the count; rounding with `drop_last`",
+             (1, 2, 3, 4, 5, 6)),
+        Rule("`batch_size=None`; an empty dataset",
+             (7, 8, 12)),
+        Rule("a stream: `len(dataset)`, trusted; `TypeError` without `__len__`",
+             (9, 10, 11, 13)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -281,6 +313,20 @@ register(Exercise(
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="fetch.MapFetcher",
+    expected_from="torch: `_MapDatasetFetcher`",
+    rules=(
+        Rule("the samples of the indices, in their order, repeats included, read at `fetch`",
+             (1, 2)),
+        Rule("`collate_fn(samples)` with the `collate_fn` given (torch's `default_collate` included)",
+             (1, 3)),
+        Rule("`__getitems__` once per batch when the dataset has it",
+             (4,)),
+        Rule("`auto_collation=False`: one index, `collate_fn(dataset[index])`",
+             (5,)),
+        Rule("`drop_last` changes nothing; the dataset's `IndexError` passes through",
+             (6, 7)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -344,6 +390,16 @@ register(Exercise(
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="fetch.IterableFetcher",
+    expected_from="torch: `_IterableDatasetFetcher`",
+    rules=(
+        Rule("batches from one pass; the short last one unless `drop_last`; `StopIteration` when nothing is left",
+             (1, 2, 3, 4, 5)),
+        Rule("`auto_collation=False`: one sample",
+             (6,)),
+        Rule("reads only what a batch needs (an endless stream); `iter(dataset)` once",
+             (1, 2, 3, 4, 5, 6, 7)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -490,6 +546,18 @@ register(Exercise(
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="dataloader.SingleProcessIterator",
+    expected_from="torch: the iterator of its `DataLoader` made of the same parts",
+    rules=(
+        Rule("reads nothing before `next()`; `iter` returns itself; `len` is `len(loader)`; `StopIteration` at the end",
+             (1, 9)),
+        Rule("torch's draws (`draws()` logs marked when the iterator is made, after the first `next()`, at the end): the one draw of the iterator when it is made, from the loader's generator or the global one, before the sampler's",
+             (1, 2, 3), note="every case's log is compared"),
+        Rule("the index sampler's order; the batch sampler, or the sampler without batching",
+             (2, 6)),
+        Rule("a `MapFetcher` (one `__getitems__` per batch) or an `IterableFetcher`, with the loader's `collate_fn` and `drop_last`",
+             (4, 5, 7, 8)),
+    ),
+    goals=(4, 5),
 ))
 
 
@@ -571,6 +639,22 @@ register(Exercise(
                                "torch.utils.data.dataloader.DataLoader"),
     time_limit=4.0,
     piece="dataloader.DataLoader",
+    expected_from="torch: `DataLoader`",
+    rules=(
+        Rule("the parts: `SequentialSampler` or `RandomSampler` with the loader's generator, `BatchSampler` (with `drop_last`), `default_collate`; two epochs, `len`",
+             (1, 2, 3, 4)),
+        Rule("a sampler or batch sampler of your own (then `batch_size` is `None`, `drop_last` `False`)",
+             (5, 6)),
+        Rule("`batch_size=None`: no batch sampler, `default_convert`; a `collate_fn` of your own",
+             (7, 8)),
+        Rule("`__getitems__`; an `IterableDataset` with and without batching",
+             (9, 10, 11)),
+        Rule("refused arguments: `check_loader_arguments`, `multiprocessing_context` without workers, the `BatchSampler`'s checks",
+             (12, 13, 14)),
+        Rule("torch's draws over two epochs (`draws()` logs marked at each `iter(loader)` and epoch end)",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
+    ),
+    goals=(1, 6),
 ))
 
 
@@ -584,7 +668,7 @@ register(Choice(
         "c": "the loader builds a BatchSampler for a stream too: its lists say how many "
              "samples each batch takes from the stream",
         "d": "samplers never see samples: the fetcher reads them from the stream, one per None",
-    }))
+    }, goals=(1,)))
 
 register(Choice(
     "ch05-timeout-without-workers", answer="b", why={
@@ -592,7 +676,7 @@ register(Choice(
         "c": "timeout is how long the loader waits for a worker's batch: without workers there "
              "is nothing to wait for, and torch refuses it, when an epoch starts",
         "d": "it is not ignored: the first epoch fails with an AssertionError",
-    }))
+    }, goals=(2,)))
 
 
 def _batches_of_an_overlong_stream() -> int:
@@ -607,6 +691,7 @@ register(Prediction(
                  "the stream to its end",
               13: "13 is the number of samples: they come in batches of 4",
               10: "the stream's __len__ is only a guess, and counts samples, not batches"},
+    goals=(3,),
 ))
 
 
@@ -624,6 +709,7 @@ register(Prediction(
                  "when the iterator is made",
               10: "nothing is read ahead without workers: each batch is read when it is asked "
                   "for"},
+    goals=(4,),
 ))
 
 
@@ -646,6 +732,7 @@ register(Prediction(
               20: "the permutations come from the sampler's private generator; the global "
                   "one gives only its seed",
               3: "the sampler's second permutation comes from its private generator too"},
+    goals=(5,),
 ))
 
 register(Prediction(
@@ -655,6 +742,7 @@ register(Prediction(
         "draws its permutations from g: nothing from the global generator",
     mistakes={1: "the base seed comes from the loader's generator too, when it has one",
               2: "both draws move to the loader's generator"},
+    goals=(5,),
 ))
 
 register(Choice(
@@ -663,4 +751,4 @@ register(Choice(
              "index; the sampler draws when the first index is asked for",
         "c": "building a loader draws nothing: every draw belongs to an epoch",
         "d": "the base seed is drawn once per iterator, that is once per epoch, not per batch",
-    }))
+    }, goals=(5,)))

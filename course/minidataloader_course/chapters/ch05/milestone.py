@@ -8,10 +8,9 @@ import random
 import torch
 import torch.utils.data
 
-from minidataloader_course.chapters.ch13.capstone import diabetes_model
-from minidataloader_course.milestones import Milestone, Suite, register_milestone
-from minidataloader_course.milestones._data import drawn_afterwards, two_epochs
-from minidataloader_course.shared.diabetes import DiabetesDataset, Standardize
+from minidataloader_course.checker.milestone_data import drawn_afterwards, two_epochs
+from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
+from minidataloader_course.shared.diabetes import DiabetesDataset, Standardize, diabetes_model
 
 CONFIGURATIONS = 128
 
@@ -59,7 +58,7 @@ def configurations() -> list[dict]:
 
 
 def describe_configuration(spec: dict) -> str:
-    from minidataloader_course.milestones._data import DATASETS
+    from minidataloader_course.checker.milestone_data import DATASETS
 
     shown = []
     for name, value in spec["arguments"].items():
@@ -110,6 +109,7 @@ def describe_training(spec: dict) -> str:
 
 register_milestone(Milestone(
     number=5,
+    goals={"ch05": (6,)},
     title="your DataLoader(num_workers=0) against torch's",
     suites=[
         Suite(name=f"{CONFIGURATIONS + len(REFUSED)} configurations",

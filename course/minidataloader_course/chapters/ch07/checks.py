@@ -1,8 +1,8 @@
 """Chapter 7 (randomness and identity in workers): the exercises and their hidden cases.
 
 The learner's worker loop and iterator grow here (seeds installed in each worker, the worker
-told who it is, a stream that ends in one worker); they are checked with chapter 6's
-machinery, the worker loop in real forked processes but for its first case.
+told who it is, a stream that ends in one worker); they are checked with the machinery of
+``multiprocess_cases``, the worker loop in real forked processes but for its first case.
 
 Two exercises run the reader's code inside real worker processes of torch's DataLoader
 (started with fork: the checker itself runs in a forked child, and only fork hands the
@@ -16,7 +16,6 @@ reader's code alike.
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import sys
 
@@ -25,10 +24,12 @@ import torch
 import torch.utils.data._utils.worker as torch_worker
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from minidataloader_course.chapters.ch06.checks import (
+from minidataloader_course.chapters.ch07 import solution as solutions
+from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
+    WORKER_INFO,
     WORKER_PIECES,
-    _TorchIterator,
+    TorchIterator,
     iterator_case,
     more_workers_than_cpus_is_fine,
     run_worker,
@@ -36,22 +37,13 @@ from minidataloader_course.chapters.ch06.checks import (
     use_iterator,
     worker_info_in,
     worker_module_of,
+    workers_for_a_check,
 )
-from minidataloader_course.chapters.ch07 import solution as solutions
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
 
 GENERATE_STATE = ("minidataloader.worker._generate_state",
                   "torch.utils.data._utils.worker._generate_state")
-WORKER_INFO = ("Dataset", "IterableDataset", "Sampler", "get_worker_info")
-HAS_FORK = "fork" in multiprocessing.get_all_start_methods()
-
-
-def workers_for_a_check(num_workers: int) -> dict:
-    """DataLoader arguments for ``num_workers`` forked workers (none without fork)."""
-    if num_workers == 0 or not HAS_FORK:
-        return {"num_workers": 0}
-    return {"num_workers": num_workers, "multiprocessing_context": "fork"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,6 +73,14 @@ register(Exercise(
           "np.random.SeedSequence, and return generate_state(4) as a list of ints"),
     forbidden=GENERATE_STATE,
     piece="worker.generate_state",
+    expected_from="torch: `_generate_state`",
+    rules=(
+        Rule("`SeedSequence([worker_id, low word, high word, 0]).generate_state(4)` as a list",
+             (1, 3, 6, 8)),
+        Rule("base seeds over 32 bits",
+             (2, 4, 5, 7)),
+    ),
+    goals=(1,),
 ))
 
 
@@ -148,6 +148,11 @@ register(Exercise(
           "worker's seed, and return nothing"),
     allowed=WORKER_INFO,
     time_limit=5.0,
+    rules=(
+        Rule("each worker's `dataset.rng` seeded with `get_worker_info().seed`, nothing returned; no repeats across workers",
+             (1, 2)),
+    ),
+    goals=(2, 3),
 ))
 
 
@@ -213,6 +218,15 @@ register(Exercise(
     cases=_duplicate_cases,
     hint=("go through every row of every batch in order, keep the rows seen so far in a set "
           "(as tuples: tensors and lists cannot go in a set), and count the rows already in it"),
+    rules=(
+        Rule("rows equal to an earlier row, across batches and within one",
+             (1, 2, 3, 4, 6)),
+        Rule("exact comparison",
+             (5,)),
+        Rule("no batch",
+             (7,)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -254,6 +268,13 @@ register(Exercise(
           "everything); otherwise yield self.items[info.id::info.num_workers]"),
     allowed=WORKER_INFO,
     time_limit=5.0,
+    rules=(
+        Rule("every item in the main process",
+             (1,)),
+        Rule("worker *w* of *W*: `items[w::W]`, each item once",
+             (2, 3)),
+    ),
+    goals=(2, 5),
 ))
 
 
@@ -404,6 +425,18 @@ register(Exercise(
     allowed=WORKER_INFO,
     time_limit=5.0,
     piece="worker.worker_loop",
+    expected_from="reference; milestone 7 compares with torch",
+    rules=(
+        Rule("torch and `random` seeded with `base_seed + worker_id`, numpy with `generate_state`; `_worker_info` set (id, num_workers, seed, this dataset)",
+             (1, 2)),
+        Rule("`init_fn(worker_id)` after the seeds and the info",
+             (3,)),
+        Rule("a stream's end: `StreamEnded(worker_id)` once, then no more answers",
+             (4,)),
+        Rule("the fetcher made after `_worker_info` (a stream asks for its share)",
+             (5,)),
+    ),
+    goals=(1, 6),
 ))
 
 
@@ -435,7 +468,7 @@ def _stream_iterator_cases() -> list[Case]:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, streams",
-    oracle=_TorchIterator,
+    oracle=TorchIterator,
     cases=_stream_iterator_cases,
     run=use_iterator,
     hint=("keep a list active[worker_id]; on (number, StreamEnded(w)): active[w] = False, "
@@ -444,6 +477,16 @@ register(Exercise(
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator",
+    rules=(
+        Rule("a worker whose stream ended gets no more tasks; the batches it owed are skipped",
+             (1, 2, 3)),
+        Rule("the epoch ends when every stream has ended",
+             (2, 3)),
+        Rule("a map-style dataset as before",
+             (4,)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -458,7 +501,7 @@ register(Choice(
              "that differ between workers",
         "d": "the point is the opposite: numpy's state is made so that numpy replays no "
              "other generator of the worker, neither random's numbers nor torch's",
-    }))
+    }, goals=(1,)))
 
 register(Choice(
     "ch07-worker-info-main", answer="b", why={
@@ -466,7 +509,7 @@ register(Choice(
         "c": "get_worker_info() never raises: in the main process it says so by its value",
         "d": "get_worker_info() answers for the process it runs in, whatever the loader's "
              "settings",
-    }))
+    }, goals=(2,)))
 
 
 class SharedGenerator(Dataset):
@@ -498,6 +541,7 @@ register(Prediction(
                   "Generator object made in __init__ is copied into each worker as it is",
               1: "within a worker the generator moves on: each of its 4 samples gets another "
                  "number"},
+    goals=(3,),
 ))
 
 register(Choice(
@@ -508,7 +552,7 @@ register(Choice(
              "the worker in whatever state it had",
         "d": "every worker's generators are seeded before its first task, from the base "
              "seed; nothing is left to the operating system",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch07-change-num-workers", answer="b", why={
@@ -518,7 +562,7 @@ register(Choice(
              "batches hold the same samples: those keep their augmentations",
         "d": "the samples come in the same order: only who fetches them, and after how many "
              "draws, changes",
-    }))
+    }, goals=(4,)))
 
 
 def _batches_of_a_sharded_stream() -> int:
@@ -537,4 +581,5 @@ register(Prediction(
                  "share, and two of them end with a partial batch",
               20: "the stream shards itself: every number comes once, not once per worker",
               4: "the shares of 3 numbers need two batches each: one of 2 and one of 1"},
+    goals=(5,),
 ))

@@ -10,13 +10,13 @@ import warnings
 import torch
 
 from minidataloader_course.checker.framework import take
-from minidataloader_course.milestones import Milestone, Suite, register_milestone
-from minidataloader_course.milestones._data import (
+from minidataloader_course.checker.milestone_data import (
     WORKER_DATASETS,
     Gated,
     drawn_afterwards,
     init_draw,
 )
+from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
 
 CONFIGURATIONS = 24
 
@@ -150,6 +150,7 @@ def describe(spec: dict) -> str:
 
 register_milestone(Milestone(
     number=7,
+    goals={"ch06": (4, 5, 6), "ch07": (6,)},
     title="your DataLoader with worker processes",
     suites=[
         Suite(name=f"{CONFIGURATIONS} configurations with workers (fork)",

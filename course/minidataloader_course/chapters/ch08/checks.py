@@ -8,12 +8,14 @@ import sys
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from minidataloader_course.chapters.ch06.checks import (
+from minidataloader_course.chapters.ch08 import solution as solutions
+from minidataloader_course.chapters.ch08.pool import ToyPool, interrupted_epoch
+from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
     WORKER_PIECES,
     Numbers,
     Readers,
-    _TorchIterator,
+    TorchIterator,
     iterator_case,
     loader_arguments,
     more_workers_than_cpus_is_fine,
@@ -22,13 +24,11 @@ from minidataloader_course.chapters.ch06.checks import (
     tasks_text,
     use_iterator,
     worker_module_of,
+    workers_for_a_check,
 )
-from minidataloader_course.chapters.ch07.checks import workers_for_a_check
-from minidataloader_course.chapters.ch08 import solution as solutions
-from minidataloader_course.chapters.ch08.pool import ToyPool, interrupted_epoch
-from minidataloader_course.checker.compare import close
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
+from minidataloader_course.shared.compare import close
 from minidataloader_course.shared.processes import children
 
 # ---------------------------------------------------------------------------------------
@@ -57,6 +57,15 @@ register(Exercise(
     compare=close(rtol=1e-9, atol=1e-12),
     hint=("without persistent workers: epochs * start_s; with them: start_s once, plus resume_s "
           "for each epoch after the first; 0.0 for no epoch"),
+    rules=(
+        Rule("without persistence: a start per epoch",
+             (1, 5, 6)),
+        Rule("with it: one start, then a handshake per later epoch",
+             (2, 3, 4)),
+        Rule("no epoch: 0.0 (a float)",
+             (7,)),
+    ),
+    goals=(1,),
 ))
 
 
@@ -116,6 +125,11 @@ register(Exercise(
           "else you take on the way is a stale batch, to return in a list"),
     time_limit=3.0,
     piece="dataloader.resume_workers",
+    rules=(
+        Rule("a `Resume()` per worker; messages until every acknowledgement; the stale batches returned in a list; the next epoch sees none of them",
+             (1, 2, 3)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -166,6 +180,13 @@ register(Exercise(
     hint=("keep the level in shared memory made in __init__; set_level writes it, and "
           "__getitem__ returns (i, level) with level as a float"),
     time_limit=5.0,
+    rules=(
+        Rule("`(i, level)` with `level` a float",
+             (1,)),
+        Rule("the level in shared memory made in `__init__`: persistent workers see `set_level`",
+             (2, 3)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -222,6 +243,18 @@ register(Exercise(
     hint=("one generator seeded with generator_seed for the whole run; each base seed is "
           "one int64 draw from it (chapter 5's draw), made for each new iterator: how many "
           "iterators does a run make, with and without persistent workers?"),
+    expected_from="torch: seeds read in real workers",
+    rules=(
+        Rule("a new base seed per epoch without persistence",
+             (1, 3, 5)),
+        Rule("one base seed with persistent workers",
+             (2, 4, 7)),
+        Rule("no epoch",
+             (6,)),
+        Rule("persistent workers without workers: `ValueError`",
+             (8,)),
+    ),
+    goals=(2,),
 ))
 
 
@@ -289,6 +322,13 @@ register(Exercise(
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
     time_limit=5.0,
     piece="worker.worker_loop",
+    rules=(
+        Rule("a `Resume` acknowledged with `(Resume, worker_id)` after what was sent before; tasks go on",
+             (1, 3)),
+        Rule("a new fetcher after a `Resume`: a stream starts again",
+             (2,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -322,7 +362,7 @@ def _reset_cases() -> list[Case]:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, persistent",
-    oracle=_TorchIterator,
+    oracle=TorchIterator,
     cases=_reset_cases,
     run=use_iterator,
     hint=("move what starts an epoch (the sampler's iterator, the counters, the buffer, the "
@@ -331,6 +371,18 @@ register(Exercise(
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator",
+    rules=(
+        Rule("the base seed drawn once; each `_reset` a new pass of the sampler",
+             (1,)),
+        Rule("`_reset`: batch numbers from 0, the handshake (what a left epoch had in flight is dropped), the prefetch window; the same processes",
+             (2,)),
+        Rule("a stream starts again; its worker is active again (no `None` for it)",
+             (3,)),
+        Rule("without persistent workers, the end of the epoch stops them",
+             (4,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -392,6 +444,14 @@ register(Exercise(
                                  "torch.utils.data.dataloader.DataLoader"),
     time_limit=8.0,
     piece="dataloader.DataLoader",
+    expected_from="torch: `DataLoader`",
+    rules=(
+        Rule("`persistent_workers=True`: one iterator kept, `_reset` at every later `iter()`, the same processes",
+             (1, 2)),
+        Rule("otherwise a new iterator per epoch; `num_workers=0` as in chapter 5",
+             (3, 4)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -406,7 +466,7 @@ register(Choice(
              "epoch after the first goes away",
         "d": "persistence helps with every start method, spawn most of all: a spawned "
              "worker's start is the costly one",
-    }))
+    }, goals=(1,)))
 
 register(Choice(
     "ch08-what-is-kept", answer="d", why={
@@ -416,7 +476,7 @@ register(Choice(
              "changed in it is still changed in the next epoch",
         "c": "a persistent worker is not seeded again: its generators go on from where the "
              "last epoch left them",
-    }))
+    }, goals=(2,)))
 
 
 def _seeds_of_a_persistent_run() -> int:
@@ -435,6 +495,7 @@ register(Prediction(
                  "seeded, once",
               3: "the seeds belong to the workers, not to the epochs",
               1: "every worker gets a seed of its own: base seed + worker id"},
+    goals=(2,),
 ))
 
 register(Choice(
@@ -443,7 +504,7 @@ register(Choice(
         "c": "a persistent worker is not seeded again at the handshake: its generators go on",
         "d": "a worker's index queue holds tasks while the worker is busy: it could receive "
              "them at any time",
-    }))
+    }, goals=(3,)))
 
 
 class EpochReporter(Dataset):
@@ -481,4 +542,5 @@ register(Prediction(
                  "workers read their own copies, made before the first epoch",
               1: "no epoch's set_epoch reaches persistent workers: their copies were made "
                  "once, before the first epoch"},
+    goals=(4,),
 ))

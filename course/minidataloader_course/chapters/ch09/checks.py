@@ -16,19 +16,19 @@ from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
 
-from minidataloader_course.chapters.ch06.checks import (
+from minidataloader_course.chapters.ch09 import solution as solutions
+from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
-    _TorchIterator,
+    TorchIterator,
     drain,
     finish_thread,
     iterator_case,
     start_thread,
     use_iterator,
 )
-from minidataloader_course.chapters.ch09 import solution as solutions
-from minidataloader_course.checker.compare import close
-from minidataloader_course.checker.framework import Case, Exercise, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
+from minidataloader_course.shared.compare import close
 
 PIN_PIECES = ("minidataloader.pin_memory.pin_memory", "minidataloader.pin_memory._pin_memory_loop",
               "torch.utils.data._utils.pin_memory.pin_memory",
@@ -147,6 +147,19 @@ register(Exercise(
           "bytes, a Mapping, a namedtuple, a Sequence, anything else; recurse into containers"),
     forbidden=PIN_PIECES,
     piece="pin_memory.pin_batch",
+    rules=(
+        Rule("tensors through `pin_fn`, in the same containers: list, tuple, dict, namedtuple",
+             (1, 2, 3, 4, 5)),
+        Rule("every mapping keeps its type (`OrderedDict`, `defaultdict`)",
+             (6, 7)),
+        Rule("nesting; strings, bytes, numbers unchanged",
+             (8, 10)),
+        Rule("an object with `pin_memory()` pins itself",
+             (9,)),
+        Rule("`data` is not modified (compared afterwards)",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+    ),
+    goals=(2, 6),
 ))
 
 
@@ -176,6 +189,15 @@ register(Exercise(
     hint="copy_ms = batch_bytes / (bandwidth_gbps * 1e9) * 1000; return a tuple "
          "(copy_ms, step_ms, hidden), where hidden says whether the copy adds nothing to the "
          "step (step_ms == compute_ms)",
+    rules=(
+        Rule("`copy_ms` at the bandwidth in 10⁹ bytes/s",
+             (1, 2, 3, 4, 5, 6, 7)),
+        Rule("overlapped: the longer of the two; hidden when the copy is no longer than the compute",
+             (1, 3, 4, 6)),
+        Rule("not overlapped: the sum; hidden only when nothing is copied",
+             (2, 5, 7)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -203,6 +225,15 @@ register(Exercise(
     hint=("keep two times: when the next copy may start, and when the last step ended. A "
           "batch's step starts when both its copy and the previous step are done; the next "
           "copy starts when that step starts (overlap) or when it ends (no overlap)"),
+    rules=(
+        Rule("a step starts when its copy has ended and the previous step is over",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
+        Rule("the next copy starts with a step (overlap) or after it",
+             (1, 2, 3, 4)),
+        Rule("no batch; a copy of no time",
+             (6, 7)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -287,6 +318,17 @@ register(Exercise(
     forbidden=PIN_PIECES,
     time_limit=5.0,
     piece="pin_memory.pin_loop",
+    rules=(
+        Rule("`(number, pin_fn(data))` in order, until `done_event`",
+             (1, 3)),
+        Rule("waits with a timeout, stops soon after `done_event`",
+             (2,)),
+        Rule("a worker's exception passes unpinned; `pin_fn`'s exception is sent and the loop goes on",
+             (4, 5)),
+        Rule("only batches are pinned: a `StreamEnded`, an acknowledgement pass as they are",
+             (6,)),
+    ),
+    goals=(2, 6),
 ))
 
 
@@ -333,7 +375,7 @@ def _threads() -> set:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, pinned",
-    oracle=_TorchIterator,
+    oracle=TorchIterator,
     cases=_pin_iterator_cases,
     run=_use_pinning_iterator,
     hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
@@ -343,6 +385,16 @@ register(Exercise(
     forbidden=ITERATOR_PIECES + PIN_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
+    expected_from="torch's iterator, each batch through the `_pin_memory_fn`",
+    rules=(
+        Rule("a pin thread for `loader._pin_memory_fn`, batches read from its queue, the thread stopped at the end",
+             (1,)),
+        Rule("a worker's exception, a `StreamEnded` and the acknowledgements pass through the thread",
+             (2, 3, 4)),
+        Rule("no pin function: no thread",
+             (5,)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -357,7 +409,7 @@ register(Choice(
              "whether the operating system may move or swap out its pages",
         "d": "the CPU is involved only in the staging copy; the transfer itself is the copy "
              "engine's, from pinned memory",
-    }))
+    }, goals=(1,)))
 
 register(Choice(
     "ch09-what-pin-memory-does", answer="b", why={
@@ -367,7 +419,7 @@ register(Choice(
              "batch has crossed from its worker",
         "d": "the dataset is not touched: each batch is copied into page-locked memory as it "
              "passes through the pin thread",
-    }))
+    }, goals=(2,)))
 
 
 def _megabytes_of_a_batch() -> float:
@@ -393,6 +445,7 @@ register(Prediction(
     mistakes={38.5: "38.5 MB would be float32; np.zeros makes float64 (8 bytes a value), "
                     "and default_collate keeps numpy's dtype",
               9.6: "9.6 MB counts one byte per value; float64 takes 8"},
+    goals=(4,),
 ))
 
 register(Choice(
@@ -402,7 +455,7 @@ register(Choice(
         "c": "record_stream copies nothing: it tells the caching allocator that another "
              "stream uses the tensor",
         "d": "record_stream pins nothing: the tensor is already on the GPU",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch09-cost-of-pinning", answer="c", why={
@@ -410,7 +463,7 @@ register(Choice(
              "process's pin thread",
         "b": "this is a real cost: the operating system cannot swap out or move page-locked "
              "memory, so a lot of it leaves less for everything else",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch09-pin-just-before", answer="b", why={
@@ -418,7 +471,7 @@ register(Choice(
              "whole batch, made on the loop's path: two copies instead of one",
         "c": "non_blocking=True from freshly pinned memory is valid; it is the timing that "
              "suffers, not the correctness",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch09-cuda-fork-error", answer="a", why={
@@ -426,4 +479,4 @@ register(Choice(
         "c": "a spawned worker is a fresh interpreter and may start CUDA (at the cost of a "
              "CUDA context of its own); the error is about forked copies",
         "d": "the training loop runs in the main process, where CUDA works",
-    }))
+    }, goals=(5,)))

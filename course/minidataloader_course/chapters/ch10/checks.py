@@ -16,21 +16,21 @@ import random
 import signal
 import time
 
-from minidataloader_course.chapters.ch06.checks import (
+from minidataloader_course.chapters.ch10 import messages as ch10_messages
+from minidataloader_course.chapters.ch10 import solution as solutions
+from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
     LATE,
     WORKER_PIECES,
     CorruptAt,
-    _TorchIterator,
+    TorchIterator,
     iterator_case,
     report_errors,
     run_worker,
     tasks_text,
     use_iterator,
 )
-from minidataloader_course.chapters.ch10 import messages as ch10_messages
-from minidataloader_course.chapters.ch10 import solution as solutions
-from minidataloader_course.checker.framework import Case, Exercise, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.shared.processes import running
 from minidataloader_course.shared.synthetic import TwoArgumentError
@@ -125,6 +125,15 @@ register(Exercise(
     forbidden=FINISHED_PIECES,
     time_limit=2.0,
     piece="worker.rebuild_exception",
+    rules=(
+        Rule("`exc_type(message)`",
+             (1, 2)),
+        Rule("`KeyError` prints the message itself",
+             (3,)),
+        Rule("any failure to build it: `RuntimeError(message)`",
+             (4, 5, 6, 7, 8)),
+    ),
+    goals=(1, 6),
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -232,6 +241,16 @@ register(Exercise(
     forbidden=FINISHED_PIECES,
     time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
     piece="dataloader.get_result",
+    expected_from="reference, with real processes",
+    rules=(
+        Rule("the next result",
+             (1,)),
+        Rule("a dead worker: `RuntimeError` with its pid and how it ended, noticed within a second or so",
+             (2, 3)),
+        Rule("nothing within `timeout`: `RuntimeError` saying \"timed out\"",
+             (4,)),
+    ),
+    goals=(2, 3, 6),
 ))
 
 
@@ -334,6 +353,20 @@ register(Exercise(
     forbidden=FINISHED_PIECES,
     time_limit=4.0,  # real processes: the reference needs 0.7 s, 2 s on a busy machine
     piece="dataloader.shutdown_workers",
+    expected_from="reference, with real processes",
+    rules=(
+        Rule("idle workers leave by themselves",
+             (1,)),
+        Rule("`done_event` first: busy workers skip their tasks",
+             (2,)),
+        Rule("stuck ones are terminated after `timeout`; their positions in `workers` are returned",
+             (3,)),
+        Rule("read the result queue while waiting",
+             (4,)),
+        Rule("an already dead worker",
+             (5,)),
+    ),
+    goals=(8, 9),
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -476,6 +509,16 @@ register(Exercise(
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
     time_limit=9.0,
     piece="worker.worker_loop",
+    expected_from="reference; milestone 10 compares with torch",
+    rules=(
+        Rule("an error travels as `WorkerError(type, message with the traceback)`, and the loop goes on",
+             (1, 2)),
+        Rule("with `done_event` set: tasks skipped; the wait times out and the loop leaves without a `None`",
+             (3,)),
+        Rule("a dead parent noticed when a wait times out; `cancel_join_thread` before leaving",
+             (4,)),
+    ),
+    goals=(3, 6),
 ))
 
 
@@ -515,7 +558,7 @@ def _guarded_iterator_cases() -> list[Case]:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, guarded",
-    oracle=_TorchIterator,
+    oracle=TorchIterator,
     cases=_guarded_iterator_cases,
     run=use_iterator,
     hint=("read through get_result with the active workers and the timeout (math.inf for 0); "
@@ -524,6 +567,20 @@ register(Exercise(
     forbidden=ITERATOR_PIECES + FINISHED_PIECES,
     time_limit=9.0,
     piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator",
+    rules=(
+        Rule("a `WorkerError` raised as its own type, its message holding the worker's traceback",
+             (1, 2)),
+        Rule("`__del__` shuts the workers down after a `break`",
+             (3,)),
+        Rule("a killed worker: `RuntimeError` within seconds (`get_result`)",
+             (4,)),
+        Rule("`loader.timeout`: `RuntimeError` saying \"timed out\"",
+             (5,)),
+        Rule("the end of an epoch: shut down once",
+             (6,)),
+    ),
+    goals=(9,),
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -555,6 +612,14 @@ register(Exercise(
     hint=("a batch is batch_size × (product of sample_shape) × element_size bytes; the "
           "pipeline holds num_workers × prefetch_factor of them, plus the batches_held"),
     time_limit=2.0,
+    expected_from="reference; the chapter measures it",
+    rules=(
+        Rule("`(workers × prefetch_factor + held) × batch bytes`",
+             (1, 2, 3, 4, 5, 7)),
+        Rule("no workers: 0",
+             (6,)),
+    ),
+    goals=(4,),
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -653,6 +718,16 @@ register(Exercise(
     cases=_classify_cases,
     hint="look for the words the real messages use; check the categories in the order given",
     time_limit=2.0,
+    expected_from="reference; the chapter checks it on every captured message",
+    rules=(
+        Rule("each category's clues, in both libraries' wordings, case included",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
+        Rule("the statement's order: the wrapper of a worker's exception first, CUDA's fork error before it",
+             (16, 17, 18, 19, 20, 21, 22, 23, 24)),
+        Rule("another signal is \"crashed\"; other errors \"unknown\"",
+             (25, 26)),
+    ),
+    goals=(2, 5),
 ))
 
 
@@ -698,6 +773,7 @@ register(Prediction(
               "ValueError": "JSONDecodeError is a ValueError, but the loader never falls "
                             "back to a base class: what it cannot rebuild becomes a "
                             "RuntimeError"},
+    goals=(1,),
 ))
 
 register(Choice(
@@ -708,7 +784,7 @@ register(Choice(
              "are not busy",
         "d": "workers are daemonic, but that helps only when the main process exits "
              "normally; after SIGKILL the workers are on their own",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch10-sharing-strategy", answer="b", why={
@@ -717,7 +793,7 @@ register(Choice(
              "file_descriptor removes each file's name at once",
         "d": "more workers make it worse, not better: the descriptors are held by the process "
              "that keeps the tensors, the main process",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch10-cuda-fork-why", answer="a", why={
@@ -727,7 +803,7 @@ register(Choice(
              "first CUDA call, whatever the memory",
         "d": "before the main process has used CUDA, a forked worker can start CUDA itself; "
              "the error needs CUDA started in the parent first",
-    }))
+    }, goals=(5,)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -740,7 +816,7 @@ register(Choice(
              "process reports the interrupt, once",
         "d": "the KeyboardInterrupt is raised in the main process at once, wherever it is, "
              "and goes up through the for loop",
-    }))
+    }, goals=(7,)))
 
 register(Choice(
     "ch10-after-interrupt", answer="c", why={
@@ -750,7 +826,7 @@ register(Choice(
              "workers for the new epoch; it does not start new ones",
         "d": "the kernel catches the KeyboardInterrupt and lives on; only the workers are "
              "gone",
-    }))
+    }, goals=(7,)))
 
 register(Choice(
     "ch10-tasks-still-queued", answer="b", why={
@@ -759,7 +835,7 @@ register(Choice(
         "c": "the worker reads every task before its None, whether anybody wants the "
              "batches or not",
         "d": "nothing is lost: the trouble is the opposite, work done for nobody",
-    }))
+    }, goals=(8,)))
 
 register(Choice(
     "ch10-package-drain", answer="c", why={
@@ -768,4 +844,4 @@ register(Choice(
              "abandon what they could not send",
         "d": "the drain counts nothing: it reads until every worker has exited, or the time "
              "is up",
-    }))
+    }, goals=(8, 10)))

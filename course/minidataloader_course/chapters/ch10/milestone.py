@@ -10,8 +10,8 @@ import warnings
 
 import torch.utils.data
 
-from minidataloader_course.milestones import Milestone, Suite, register_milestone
-from minidataloader_course.milestones._data import Faulty
+from minidataloader_course.checker.milestone_data import Faulty
+from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
 from minidataloader_course.shared.processes import children
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -111,6 +111,7 @@ def _case(fault, at, num_workers=2, size=10, batch_size=2, **more) -> dict:
 
 register_milestone(Milestone(
     number=10,
+    goals={"ch10": (6, 9)},
     title="your DataLoader when things go wrong",
     suites=[
         Suite(name="an exception in a worker",

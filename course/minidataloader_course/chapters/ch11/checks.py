@@ -16,9 +16,9 @@ from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
 from minidataloader_course.chapters.ch11 import solution as solutions
 from minidataloader_course.chapters.ch11.performance import text_lengths
-from minidataloader_course.checker.compare import close
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
+from minidataloader_course.shared.compare import close
 
 # ---------------------------------------------------------------------------------------
 # 1. Reading a benchmark report
@@ -63,6 +63,15 @@ register(Exercise(
     cases=_verdict_cases,
     hint=("for each row of report['workloads'], ratio = torch_s / mini_s; compare it with "
           "1 + noise and with 1 / (1 + noise)"),
+    rules=(
+        Rule("`torch_s / mini_s` against `1 + noise` and `1 / (1 + noise)`, the three wordings",
+             (1, 6)),
+        Rule("within the noise: a tie; equal times a tie",
+             (2, 3, 4)),
+        Rule("no workloads",
+             (5,)),
+    ),
+    goals=(1,),
 ))
 
 
@@ -95,6 +104,11 @@ register(Exercise(
     cases=_sweep_cases,
     hint=("find the best speed with max(), keep the settings whose speed is at least "
           "(1 - tolerance) times it, and return the smallest of their num_workers"),
+    rules=(
+        Rule("the smallest `num_workers` reaching `(1 - tolerance) × best`, in an unsorted dict",
+             (1, 2, 3, 4, 5, 6), note="boundary: 6"),
+    ),
+    goals=(2,),
 ))
 
 
@@ -148,6 +162,13 @@ register(Exercise(
     hint=("remember when the loop became free (epoch_start, step_end); at the next "
           "'yielded', add the time since then. Return seconds"),
     forbidden=("minidataloader_course.viz.trace.Trace.summary", "minidataloader_course.viz.trace.Trace._waits"),
+    rules=(
+        Rule("from `epoch_start` or `step_end` to the next `yielded`, in seconds",
+             (1, 2, 3, 5)),
+        Rule("no batch",
+             (4,)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -211,6 +232,14 @@ register(Exercise(
     hint=("draw one permutation, as RandomSampler does (with the generator, or without one "
           "from a generator seeded by one draw from the global generator), then yield the "
           "tuple (features[idx], labels[idx]) for each slice idx of batch_size indices"),
+    expected_from="torch: a `DataLoader` with `RandomSampler`",
+    rules=(
+        Rule("`RandomSampler`'s order from the generator, tuples of slices, the last smaller batch",
+             (1, 2, 3, 4, 5)),
+        Rule("no generator: a 64-bit seed drawn from the global generator, then a generator of its own (the global RNG afterwards is compared)",
+             (6,)),
+    ),
+    goals=(8,),
 ))
 
 
@@ -309,6 +338,24 @@ register(Exercise(
           "(len(batch) + 1) * the next sample's length would pass max_tokens, and yield the "
           "batches in an order drawn from the generator"),
     time_limit=4.0,
+    expected_from="reference, by properties",
+    rules=(
+        Rule("every index once per epoch, in lists of indices",
+             (1, 2, 3, 4, 5, 7)),
+        Rule("no batch's padded size (`len(batch) × longest`) over `max_tokens`; reaching it exactly is fine; padded, not summed",
+             (1, 3, 4)),
+        Rule("filled in length order for as long as the next sample fits (the batch sizes); `len` counts the batches",
+             (1, 2, 3, 4, 5, 7)),
+        Rule("the batches in a random order, another one each epoch",
+             (1, 7)),
+        Rule("generators seeded alike give the same batches; the global RNG untouched",
+             (1, 2, 3, 4, 5)),
+        Rule("no generator: torch's global generator (seeding it repeats the batches)",
+             (7,)),
+        Rule("a sample longer than `max_tokens`: `ValueError`",
+             (6,)),
+    ),
+    goals=(7,),
 ))
 
 
@@ -337,6 +384,7 @@ register(Prediction(
     why="torch calls torch.set_num_threads(1) at the start of every worker: W workers with "
         "a pool of threads each would compete for the cores",
     mistakes={0: "a worker runs torch with a pool of one thread, not none"},
+    goals=(3,),
 ))
 
 register(Choice(
@@ -347,7 +395,7 @@ register(Choice(
              "to set",
         "d": "the variable does not reach the main process at all: worker_init_fn runs in "
              "the worker",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch11-timeout-spawn", answer="b", why={
@@ -356,7 +404,7 @@ register(Choice(
         "c": "the timeout is the same with every start method; spawn makes the first wait "
              "longer",
         "d": "a timeout ends the for loop with a RuntimeError; the sample is not skipped",
-    }))
+    }, goals=(4,)))
 
 register(Choice(
     "ch11-shared-memory", answer="a", why={
@@ -366,7 +414,7 @@ register(Choice(
              "worker by fork (or pickled, with spawn)",
         "d": "a batch in shared memory is a tensor like any other; the main process reads it "
              "where the worker wrote it",
-    }))
+    }, goals=(5,)))
 
 register(Choice(
     "ch11-memory-number", answer="b", why={
@@ -375,4 +423,4 @@ register(Choice(
         "c": "USS leaves out the shared pages altogether: the sum misses the memory the "
              "processes share",
         "d": "virtual size counts address space reserved, not memory used",
-    }))
+    }, goals=(9,)))

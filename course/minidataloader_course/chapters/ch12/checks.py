@@ -6,15 +6,15 @@ import random
 
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, get_worker_info
 
-from minidataloader_course.chapters.ch07.checks import (
+from minidataloader_course.chapters.ch12 import solution as solutions
+from minidataloader_course.chapters.multiprocess_cases import (
     WORKER_INFO,
     more_workers_than_cpus_is_fine,
     workers_for_a_check,
 )
-from minidataloader_course.chapters.ch12 import solution as solutions
-from minidataloader_course.checker.compare import close
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
+from minidataloader_course.shared.compare import close
 
 FINISHED_PIECE = ("minidataloader.distributed.DistributedSampler",)
 
@@ -67,6 +67,12 @@ register(Exercise(
                         hint=_share_hint(n, r, d)) for n, r, d in SIZES],
     hint="return a tuple (num_samples, total_size), with total_size = num_samples * num_replicas",
     forbidden=FINISHED_PIECE,
+    expected_from="torch: `DistributedSampler`",
+    rules=(
+        Rule("ceil and padding without `drop_last`, floor with it; `total_size = num_samples × num_replicas`",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)),
+    ),
+    goals=(1, 2),
 ))
 
 
@@ -96,6 +102,12 @@ register(Exercise(
     hint=("make the list total_size long (pad by repeating order from its start, or cut its "
           "tail), then take every num_replicas-th element starting at rank"),
     forbidden=FINISHED_PIECE,
+    expected_from="torch: `DistributedSampler`, `shuffle=False`",
+    rules=(
+        Rule("pad from the start of `order` (several times over), or cut; deal positions like cards; `order` unchanged",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+    ),
+    goals=(2,),
 ))
 
 
@@ -133,6 +145,12 @@ register(Exercise(
           "torch.randperm(len(dataset), generator=...), then keep this rank's share exactly "
           "as rank_indices does; __len__ is the share's size"),
     forbidden=FINISHED_PIECE,
+    expected_from="torch: `DistributedSampler`, `shuffle=True`",
+    rules=(
+        Rule("a permutation from a new generator seeded with `seed + epoch`, then the rank's share; `len`; the same order without `set_epoch`",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -168,6 +186,11 @@ register(Exercise(
     hint=("flag j of rank r sat at position r + j * num_replicas of the padded list; "
           "positions from dataset_size on are padding. Divide by dataset_size"),
     forbidden=FINISHED_PIECE,
+    rules=(
+        Rule("rank *r*'s *j*-th flag is position `r + j × R`; positions from `dataset_size` on are padding",
+             (1, 2, 3, 4, 5, 6, 7, 8), note="padding that changes the count: 8"),
+    ),
+    goals=(7,),
 ))
 
 
@@ -187,6 +210,11 @@ register(Exercise(
     hint=("number the readers: all the workers of rank 0 first, then those of rank 1, and "
           "so on, world_size * num_workers in all; each reader takes every readers-th sample, "
           "starting from its own number"),
+    rules=(
+        Rule("reader `rank × num_workers + worker_id` of `world_size × num_workers`",
+             (1, 2, 3, 4, 5, 6, 7)),
+    ),
+    goals=(8,),
 ))
 
 
@@ -280,6 +308,18 @@ register(Exercise(
     forbidden=FINISHED_PIECE,
     allowed=WORKER_INFO,
     time_limit=5.0,
+    expected_from="torch: each rank's share as its `DistributedSampler(shuffle=False)` deals it",
+    rules=(
+        Rule("every rank as many steps: shares padded by repeating from the start of `items`",
+             (1, 2, 4, 5, 6, 8)),
+        Rule("`drop_last=True`: shares cut",
+             (3, 7)),
+        Rule("in a worker, its part of the rank's share, `share[w::W]`; without workers, the whole share",
+             (4, 5, 7, 8), note="without: 1, 2, 3, 6"),
+        Rule("`len(stream)`: the length of the rank's share",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
+    ),
+    goals=(9,),
 ))
 
 
@@ -293,7 +333,7 @@ register(Choice(
         "c": "a rank with fewer samples does not finish early and wait politely: the others "
              "wait for it in an all-reduce it never joins",
         "d": "samples are not sent between ranks: each rank reads its own share",
-    }))
+    }, goals=(1,)))
 
 
 def _share_of_rank_3() -> list:
@@ -310,6 +350,7 @@ register(Prediction(
                          "the list into blocks",
               (3, 7, 3): "the padding repeats the list from its start (0, 1), not the rank's "
                          "own indices"},
+    goals=(2,),
 ))
 
 
@@ -324,6 +365,7 @@ register(Prediction(
         "without set_epoch: every epoch gets the same order",
     mistakes={3: "the sampler draws from a generator of its own, seeded with seed + epoch "
                  "every time; without set_epoch the epoch is always 0"},
+    goals=(4,),
 ))
 
 register(Choice(
@@ -332,7 +374,7 @@ register(Choice(
              "variable is needed for it",
         "b": "nothing is returned to the processes: spawn calls fn in each of them",
         "d": "the index comes first, then the args tuple, in its order",
-    }))
+    }, goals=(3,)))
 
 register(Choice(
     "ch12-worker-seeds", answer="a", why={
@@ -341,7 +383,7 @@ register(Choice(
         "c": "the sampler's rank changes which samples a rank reads, not the seeds of its "
              "workers",
         "d": "a worker's seed is base seed + worker id: nothing of the rank goes into it",
-    }))
+    }, goals=(5,)))
 
 register(Choice(
     "ch12-without-join", answer="b", why={
@@ -349,4 +391,4 @@ register(Choice(
              "waits for it",
         "c": "nothing skips the step: rank 0's backward waits in the all-reduce",
         "d": "rank 1 has nothing to read: its share is used up, and it has left the loop",
-    }))
+    }, goals=(6,)))

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from minidataloader_course.shared.compare import seed_everything
-from minidataloader_course.shared.diabetes import DiabetesDataset, Standardize
+from minidataloader_course.shared.diabetes import DiabetesDataset, Standardize, diabetes_model
 from minidataloader_course.shared.digits import DigitsDataset
 
 
@@ -52,15 +52,6 @@ class RandomShift:
 def to_floats(image: torch.Tensor) -> torch.Tensor:
     """The evaluation transform: no shift, the same scale as :class:`RandomShift`."""
     return image.float() / 255
-
-
-def diabetes_model() -> torch.nn.Module:
-    """Chapter 1's network: 8 -> 6 -> 4 -> 1, a sigmoid after each layer."""
-    return torch.nn.Sequential(
-        torch.nn.Linear(8, 6), torch.nn.Sigmoid(),
-        torch.nn.Linear(6, 4), torch.nn.Sigmoid(),
-        torch.nn.Linear(4, 1), torch.nn.Sigmoid(),
-    )
 
 
 def digits_model() -> torch.nn.Module:

@@ -18,13 +18,13 @@ import torch
 from torch.utils.data import DataLoader
 
 import minidataloader as mdl
-from minidataloader_course.chapters.ch06.checks import mark_pinned
 from minidataloader_course.chapters.ch13 import solution as solutions
 from minidataloader_course.chapters.ch13.milestone import TorchLoader
-from minidataloader_course.checker.compare import difference
-from minidataloader_course.checker.framework import Case, Exercise, register, take
+from minidataloader_course.chapters.multiprocess_cases import mark_pinned
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
+from minidataloader_course.checker.milestones import LOADER_INTERNALS
 from minidataloader_course.checker.questions import Choice, Prediction
-from minidataloader_course.milestones import LOADER_INTERNALS
+from minidataloader_course.shared.compare import difference
 
 
 @contextlib.contextmanager
@@ -123,6 +123,16 @@ register(Exercise(
           "generator and an in-order validation loader"),
     allowed=PIPELINE_PIECES,
     time_limit=3.0,
+    expected_from="reference, built with torch's pieces",
+    rules=(
+        Rule("`random_split` with a seeded generator; standardised with the training rows' mean and `std`",
+             (1, 2, 3, 4)),
+        Rule("training: batches of 16, shuffled by its own seeded generator, incomplete last batch dropped",
+             (1, 2, 3)),
+        Rule("validation: batches of 64 in the split's order",
+             (4,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -181,6 +191,17 @@ register(Exercise(
           "would reach BatchNorm; workers (4) only when samples are read from disk; "
           "pin_memory on a GPU; persistent_workers when there are workers and more than one "
           "epoch"),
+    rules=(
+        Rule("shuffle for training",
+             (1, 2)),
+        Rule("`drop_last` only for a training batch of one with batch norm",
+             (2, 3, 4)),
+        Rule("4 workers from disk, persistent only with more than one epoch",
+             (5, 6, 7)),
+        Rule("pin memory for a GPU; the settings are accepted by a `DataLoader`",
+             (6, 8)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -273,6 +294,17 @@ register(Exercise(
           "the main process). Return the image plus 0.1 times noise drawn from it"),
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
     time_limit=4.0,
+    rules=(
+        Rule("the main process: seeded with `seed`, used on and on; the images untouched",
+             (1,)),
+        Rule("workers: seeded with their own seed, no repeats",
+             (2,)),
+        Rule("a copied generator made for another seed is replaced",
+             (3,)),
+        Rule("persistent workers keep drawing",
+             (4,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -394,6 +426,22 @@ register(Exercise(
     # your own pieces, not the loader they already make: assemble it yourself
     forbidden=(*LOADER_INTERNALS, "myloader.DataLoader", "myloader.dataloader.DataLoader"),
     time_limit=20.0,  # the reference takes 3 s on an idle machine
+    expected_from="torch: its `DataLoader`, each batch through `pin_fn`; the learner's own pieces, not their `DataLoader`",
+    rules=(
+        Rule("without workers: the single-process iterator, each batch through `pin_fn` in the main process",
+             (1,)),
+        Rule("workers that do not persist: a new iterator (and base seed) every epoch",
+             (2, 6)),
+        Rule("persistent workers: one iterator, reset at later epochs (no new base seed; the workers' generators go on)",
+             (3, 4, 5)),
+        Rule("with workers, `pin_fn` reaches the iterator's pin thread (`_pin_memory_fn`)",
+             (4,)),
+        Rule("an epoch left after `break`: the next one resets the same iterator",
+             (5,)),
+        Rule("the global draws at `iter()`, between `iter()` and the first batch, and afterwards",
+             (1, 2, 3, 4, 5, 6)),
+    ),
+    goals=(3, 5),
 ))
 
 
@@ -422,6 +470,7 @@ register(Prediction(
                  "keeps its iterator: the second and third epochs reset it, without a draw",
               0: "the workers need a seed: the first iterator draws one, in the main process",
               2: "one base seed per worker? No: one per iterator; each worker adds its id"},
+    goals=(3,),
 ))
 
 register(Choice(
@@ -431,7 +480,7 @@ register(Choice(
         "b": "RandomShift runs where the sample is read: with num_workers=2, in the workers",
         "d": "fork or spawn, torch seeds each worker with base_seed + worker_id: the start "
              "method does not decide the shifts",
-    }))
+    }, goals=(1, 2)))
 
 register(Choice(
     "ch13-three-workers", answer="b", why={
@@ -441,7 +490,7 @@ register(Choice(
              "shifts differ already",
         "d": "the samples of each batch are the same, but the shifts of a batch depend on the "
              "worker that reads it",
-    }))
+    }, goals=(2,)))
 
 register(Choice(
     "ch13-torch-file", answer="b", why={
@@ -449,4 +498,4 @@ register(Choice(
              "elsewhere",
         "c": "signal_handling.py notices dead workers from the main process; it seeds nothing",
         "d": "sampler.py makes the indices, in the main process",
-    }))
+    }, goals=(4,)))

@@ -23,7 +23,7 @@ import torch
 import torch.utils.data
 
 from minidataloader_course.chapters.ch13 import capstone
-from minidataloader_course.milestones import Milestone, Suite, register_milestone
+from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
 
 
 class StandInPin:
@@ -92,6 +92,7 @@ def describe(spec: dict) -> str:
 
 register_milestone(Milestone(
     number=13,
+    goals={"ch13": (1, 6)},
     title="your DataLoader in the capstone's training runs",
     suites=[
         Suite(name="Run 1: the diabetes network, loss for loss",

@@ -16,13 +16,13 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from minidataloader.stateful import StatefulDataLoader
-from minidataloader_course.chapters.ch07.checks import (
+from minidataloader_course.chapters.ch14 import solution as solutions
+from minidataloader_course.chapters.ch14.resume import through_a_file
+from minidataloader_course.chapters.multiprocess_cases import (
     more_workers_than_cpus_is_fine,
     workers_for_a_check,
 )
-from minidataloader_course.chapters.ch14 import solution as solutions
-from minidataloader_course.chapters.ch14.resume import through_a_file
-from minidataloader_course.checker.framework import Case, Exercise, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
 
 # The package's finished pieces: what each exercise rebuilds.
@@ -87,6 +87,18 @@ register(Exercise(
           "of n; cut it into batches (drop the short last one with drop_last) and skip the "
           "first `consumed`"),
     forbidden=STATEFUL,
+    expected_from="torch: `DataLoader(range(n), shuffle=True)` with a generator set to the state",
+    rules=(
+        Rule("from a generator set to the saved state: the base seed, then the permutation",
+             (1, 7, 8, 9), note="a used generator: 8"),
+        Rule("skip the `consumed` batches; the last, smaller batch stays",
+             (2,)),
+        Rule("`drop_last` drops the incomplete last batch, also the only one",
+             (3, 6, 9)),
+        Rule("nothing left: an empty list",
+             (4, 5)),
+    ),
+    goals=(3,),
 ))
 
 
@@ -178,6 +190,22 @@ register(Exercise(
           "load_state_dict() puts both back"),
     forbidden=STATEFUL,
     time_limit=3.0,
+    expected_from="reference; the chapter resumes it in `StatefulDataLoader`",
+    rules=(
+        Rule("the epoch counter is saved: the warm-up is not repeated",
+             (1, 2)),
+        Rule("the generator's state is saved and set back",
+             (3,)),
+        Rule("a snapshot: valid after the sampler goes on (never the generator object)",
+             (4,)),
+        Rule("plain data: through `torch.save` and `torch.load(weights_only=True)`",
+             (5,)),
+        Rule("`state_dict()` changes nothing",
+             (6,)),
+        Rule("a `StatefulDataLoader` checkpointed mid-epoch resumes with it",
+             (7,)),
+    ),
+    goals=(4,),
 ))
 
 
@@ -260,6 +288,20 @@ register(Exercise(
           "in flight, each with the worker round robin gave it to"),
     forbidden=STATEFUL,
     time_limit=5.0,
+    expected_from="torch: its `DataLoader` with real workers, observed",
+    rules=(
+        Rule("`iter()` sends `prefetch_factor × num_workers` batches",
+             (1, 6)),
+        Rule("each batch yielded sends one more",
+             (2, 8)),
+        Rule("round robin: batch *b* to worker *b* % `num_workers`",
+             (3, 7, 8)),
+        Rule("never more than `num_batches`; short epochs",
+             (4, 6)),
+        Rule("the end: nothing in flight, `next_worker = pulled % num_workers`",
+             (5,)),
+    ),
+    goals=(5,),
 ))
 
 
@@ -324,6 +366,18 @@ register(Exercise(
     hint=("for each received (batch, worker, report) with batch < yielded, merge the report "
           "into that worker's state: {**state, **report}; None for a worker with none"),
     forbidden=STATEFUL,
+    expected_from="reference; the chapter compares it with the package's saved states",
+    rules=(
+        Rule("reports merged in order, later values winning, keys not repeated kept",
+             (1, 6)),
+        Rule("only yielded batches count: one received early (reorder buffer) does not",
+             (2, 7)),
+        Rule("`None` for a worker none of whose batches was yielded",
+             (3, 4)),
+        Rule("different workers' results interleave",
+             (5, 7, 8)),
+    ),
+    goals=(2,),
 ))
 
 
@@ -359,6 +413,7 @@ register(Prediction(
                  "permutation); its state at the checkpoint makes another epoch",
               1: "nothing of the resumed epoch's order comes from the original one: the "
                  "generator's state at the checkpoint gives a new permutation"},
+    goals=(1,),
 ))
 
 register(Choice(
@@ -368,11 +423,11 @@ register(Choice(
         "b": "the main process dispatched the batches, and knows which are in flight and "
              "which worker has each",
         "c": "the base seed is drawn by the main process's iterator, and sent to the workers",
-    }))
+    }, goals=(1, 2)))
 
 
 def _batches_in_flight_after_three() -> int:
-    from minidataloader_course.chapters.ch06.checks import Numbers, when_idle
+    from minidataloader_course.chapters.multiprocess_cases import Numbers, when_idle
 
     dataset = Numbers(20)
     with more_workers_than_cpus_is_fine():
@@ -393,6 +448,7 @@ register(Prediction(
                  "prefetch_factor x num_workers",
               7: "7 batches were sent; 3 of them have been yielded, the rest are in flight",
               2: "prefetch_factor counts batches per worker: 2 for each of 2 workers"},
+    goals=(5,),
 ))
 
 register(Choice(
@@ -403,7 +459,7 @@ register(Choice(
              "checkpoint",
         "d": "the optimizer's state, the loader's position and the random states are part of "
              "the run too: without them the next steps differ",
-    }))
+    }, goals=(6,)))
 
 register(Choice(
     "ch14-sampler-state", answer="b", why={
@@ -413,4 +469,4 @@ register(Choice(
              "generator, whose state would be lost",
         "d": "the generator has drawn since it was seeded: its seed says where it started, "
              "its state where it is",
-    }))
+    }, goals=(4,)))

@@ -1,0 +1,112 @@
+"""course/EXERCISES.md, made from the declarations: for every chapter, its learning goals (as
+the chapter states them) with what assesses each, and for every exercise the rules its
+statement states with the hidden cases that test each.
+
+    python -m minidataloader_course.authoring.tables           # write course/EXERCISES.md
+    python -m minidataloader_course.authoring.tables --check   # fail if it is stale
+
+Nothing here is written by hand: a goal's assessments come from the ``goals`` of the
+exercises, items and milestones; a rule and its cases from the exercise's ``rules``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from minidataloader_course import catalog
+from minidataloader_course.authoring.workbooks import ROOT, chapter_pages
+
+TABLES = ROOT / "course" / "EXERCISES.md"
+_GOALS = re.compile(r"^```\{admonition\} Learning goals\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def learning_goals(number: int) -> list[str]:
+    """The bullets of a chapter's "Learning goals" boxes (chapter 10 has two pages), each on
+    one line, without its final ``;`` or ``.``."""
+    goals = []
+    for page in chapter_pages(number):
+        block = _GOALS.search(page.read_text())
+        if block is None:
+            raise ValueError(f"{page.name} has no Learning goals box")
+        bullets = re.split(r"^- ", block.group(1), flags=re.MULTILINE)[1:]
+        goals += [" ".join(bullet.split()).rstrip(";.") for bullet in bullets]
+    return goals
+
+
+def assessments(number: int) -> dict[int, list[str]]:
+    """Goal number -> what assesses it: exercises and items by name, in backticks, then
+    milestones as "milestone N"."""
+    chapter = f"ch{number:02d}"
+    found: dict[int, list[str]] = {}
+    for items in (catalog.exercises(), catalog.questions()):
+        for name, item in items.items():
+            if item.chapter == chapter:
+                for goal in item.goals:
+                    found.setdefault(goal, []).append(f"`{name}`")
+    for milestone in catalog.milestones().values():
+        for goal in milestone.goals.get(chapter, ()):
+            found.setdefault(goal, []).append(f"milestone {milestone.number}")
+    return found
+
+
+def _cases(rule) -> str:
+    numbers, runs = list(rule.cases), []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    text = ", ".join(f"{a}–{b}" if b > a + 1 else f"{a}, {b}" if b == a + 1 else str(a)
+                     for a, b in runs)
+    return text + (f" ({rule.note})" if rule.note else "")
+
+
+def tables() -> str:
+    out = ["# Exercises: goals, rules and the cases that test them", "",
+           "Made by `python -m minidataloader_course.authoring.tables` from the chapters' "
+           "learning goals and the declarations in `course/minidataloader_course/chapters/"
+           "chNN/checks.py` (`rules`, `goals`) and `milestone.py`: never edit it by hand.", "",
+           "*Expected from*: **torch** means the check computes the expected values by running "
+           "torch (the exercise's `oracle`), **reference** the model solution (where the rule is "
+           "the book's own design or arithmetic). Delegation to torch's or the package's pieces "
+           "is refused on every case; types are compared strictly on every case.", ""]
+    exercises = catalog.exercises()
+    for number in range(1, 15):
+        title = chapter_pages(number)[0].read_text().split("\n# ", 1)[1].split("\n", 1)[0]
+        title = re.sub(r"^\d+\.\s*", "", title)
+        out += [f"## Chapter {number}: {title}", "", "| learning goal | assessed by |",
+                "|---|---|"]
+        found = assessments(number)
+        for index, goal in enumerate(learning_goals(number), 1):
+            out.append(f"| {goal} | {', '.join(found.get(index, [])) or '**nothing**'} |")
+        out += ["", "| exercise (expected from) | rule | cases |", "|---|---|---|"]
+        for name, exercise in exercises.items():
+            if exercise.chapter != f"ch{number:02d}":
+                continue
+            for index, rule in enumerate(exercise.rules):
+                head = f"`{name}` ({exercise.expected_from})" if index == 0 else ""
+                out.append(f"| {head} | {rule.text} | {_cases(rule)} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minidataloader_course.authoring.tables",
+                                     description="Make course/EXERCISES.md.")
+    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    arguments = parser.parse_args(argv)
+    made = tables()
+    if arguments.check:
+        if TABLES.read_text() != made:
+            print(f"{TABLES} is stale: run `make workbooks`", file=sys.stderr)
+            return 1
+        return 0
+    TABLES.write_text(made)
+    print(f"wrote {TABLES.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""Chapter 1: plausible wrong answers to its exercises, written as changes to their
+solutions' source; the checks must refuse each one with a verdict that names the
+rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`."""
+
+from minidataloader_course.checker.framework import mutant as m
+
+MUTANTS = [
+    m("iterations_per_epoch", "forgets the incomplete last batch",
+      [("return full_batches + 1", "return full_batches")],
+      "drop_last=False", "one last, smaller batch"),
+    m("iterations_per_epoch", "divides with / (a float)",
+      [("full_batches = dataset_size // batch_size", "full_batches = dataset_size / batch_size")],
+      "a float"),
+    m("iterations_per_epoch", "ignores drop_last",
+      [("if drop_last or dataset_size % batch_size == 0:", "if dataset_size % batch_size == 0:")],
+      "drop_last=True", "thrown away"),
+    m("last_batch_size", "returns 0 for a last batch that is full",
+      [("if drop_last or leftover == 0:", "if drop_last:")],
+      "batch size divides the dataset size"),
+    m("last_batch_size", "forgets that drop_last can drop the only batch",
+      [("if dataset_size == 0 or (drop_last and dataset_size < batch_size):",
+        "if dataset_size == 0:")],
+      "no batch at all"),
+    m("epochs_for_steps", "rounds down",
+      [("return -(-steps // per_epoch)", "return steps // per_epoch")],
+      "fall short"),
+    m("epochs_for_steps", "divides by zero instead of raising ValueError",
+      [("if per_epoch == 0:", "if per_epoch < 0:")],
+      "raise ValueError", "ZeroDivisionError"),
+    m("batch_indices", "ignores drop_last",
+      [("if batch and not drop_last:", "if batch:")],
+      "drop_last=True"),
+    m("batch_indices", "forgets the last, smaller batch",
+      [("if batch and not drop_last:\n        yield batch", "if batch and not drop_last:\n        pass")],
+      "one last, smaller batch"),
+    m("batch_indices", "yields tuples",
+      [("            yield batch\n", "            yield tuple(batch)\n")],
+      "as a list of indices", "tuple"),
+    m("TabularDataset", "gives the label as a number, not a column",
+      [("self.labels = table[:, -1:]", "self.labels = table[:, -1]")],
+      "expected shape [1]", "table[:, -1:]"),
+    m("TabularDataset", "keeps the label among the features",
+      [("self.features = table[:, :-1]", "self.features = table")],
+      "shape", "table[:, :-1]"),
+]

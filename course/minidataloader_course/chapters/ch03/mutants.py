@@ -1,0 +1,85 @@
+"""Chapter 3: plausible wrong answers to its exercises, written as changes to their
+solutions' source; the checks must refuse each one with a verdict that names the
+rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`."""
+
+from minidataloader_course.checker.framework import mutant as m
+
+MUTANTS = [
+    m("SequentialSampler", "reads the dataset's length once, in __init__",
+      [("        self.data_source = data_source\n",
+        "        self.data_source = data_source\n        self.size = len(data_source)\n"),
+       ("return iter(range(len(self.data_source)))", "return iter(range(self.size))")],
+      "read len(data_source) when the epoch starts"),
+    m("SequentialSampler", "counts from 1",
+      [("return iter(range(len(self.data_source)))",
+        "return iter(range(1, len(self.data_source) + 1))")],
+      "each epoch yields 0, 1, ..., len(data_source) - 1"),
+    m("SequentialSampler", "yields a list, not an iterator",
+      [("return iter(range(len(self.data_source)))", "return list(range(len(self.data_source)))")],
+      "TypeError"),
+    m("RandomSampler", "draws the permutations from the global generator",
+      [("rng = torch.Generator().manual_seed(int(seed))", "rng = None")],
+      "where torch draws randperm (10 int64 numbers) from torch.Generator #1",
+      "your code draws randperm (10 int64 numbers) from torch (global)", "open Hint 2"),
+    m("RandomSampler", "skips the empty head's permutation",
+      [("head = torch.randperm(n, generator=rng).tolist()\n            yield from head[:self.num_samples % n]",
+        "if self.num_samples % n:\n                yield from torch.randperm(n, generator=rng).tolist()[:self.num_samples % n]")],
+      "does not draw randperm (10 int64 numbers) from the sampler's generator",
+      "between the marks «epoch 1: the first index» and «epoch 1: the end»"),
+    m("RandomSampler", "draws the seed at iter(), not at the first index",
+      [("    def __iter__(self):\n        n = len(self.data_source)\n        rng = self.generator\n"
+        "        if rng is None:  # one global draw seeds a generator of our own\n"
+        "            seed = torch.empty((), dtype=torch.int64).random_().item()\n"
+        "            rng = torch.Generator().manual_seed(int(seed))\n",
+        "    def __iter__(self):\n        rng = self.generator\n        if rng is None:\n"
+        "            seed = torch.empty((), dtype=torch.int64).random_().item()\n"
+        "            rng = torch.Generator().manual_seed(int(seed))\n"
+        "        return self.epoch(rng)\n\n    def epoch(self, rng):\n"
+        "        n = len(self.data_source)\n")],
+      "draws random_ (1 int64 number) from torch (global) before the mark «epoch 1: "
+      "iter(sampler)»"),
+    m("RandomSampler", "draws with replacement in one call",
+      [("for size in [32] * chunks + [rest]:", "for size in [self.num_samples]:")],
+      "randint"),
+    m("RandomSampler", "accepts an empty dataset",
+      [("if not isinstance(num_samples, int) or num_samples <= 0:", "if num_samples < 0:")],
+      "raise ValueError"),
+    m("BatchSampler", "counts the dropped batch in len()",
+      [("        if self.drop_last:\n            return len(self.sampler) // self.batch_size\n", "")],
+      "len() does not count it"),
+    m("BatchSampler", "reads the sampler once, in __init__",
+      [("        self.sampler = sampler\n", "        self.sampler = sampler\n        self.indices = list(sampler)\n"),
+       ("for index in self.sampler:", "for index in self.indices:")],
+      "iterate over the sampler again in every __iter__"),
+    m("BatchSampler", "takes True for a batch size",
+      [(" or isinstance(batch_size, bool)", "")],
+      "refuses a bool"),
+    m("BatchSampler", "takes a float for a batch size",
+      [("not isinstance(batch_size, int) or ", "")],
+      "batch_size must be an int"),
+    m("BatchSampler", "does not check drop_last",
+      [("        if not isinstance(drop_last, bool):\n", "        if drop_last not in (None, True, False):\n")],
+      "drop_last must be True or False"),
+    m("balanced_weights", "returns float32 weights",
+      [("counts[labels].double()", "counts[labels].float()")],
+      "expected dtype torch.float64"),
+    m("balanced_weights", "divides the class count by the number of samples",
+      [("return 1.0 / counts[labels].double()", "return counts[labels].double() / len(labels)")],
+      "1 / (number of samples of class c)"),
+    m("BucketBatchSampler", "does not sort by length",
+      [("by_length = sorted(shuffled, key=lambda i: self.lengths[i])", "by_length = shuffled")],
+      "padding"),
+    m("BucketBatchSampler", "draws from the global generator",
+      [("shuffled = torch.randperm(n, generator=self.generator).tolist()",
+        "shuffled = torch.randperm(n).tolist()")],
+      "seeded alike"),
+    m("BucketBatchSampler", "forgets the incomplete batch in len()",
+      [("        if len(self.lengths) % self.batch_size:\n            batches += 1  # the incomplete batch\n", "")],
+      "len(sampler)"),
+    m("EpochSeededSampler", "reseeds the global generator",
+      [("generator = torch.Generator().manual_seed(seed)", "torch.manual_seed(seed)\n        generator = None")],
+      "global RNG"),
+    m("EpochSeededSampler", "ignores the epoch",
+      [("seed = self.seed + self.epoch", "seed = self.seed")],
+      "seed + epoch"),
+]

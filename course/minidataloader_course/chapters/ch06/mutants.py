@@ -1,0 +1,71 @@
+"""Chapter 6: plausible wrong answers to its exercises, written as changes to their
+solutions' source; the checks must refuse each one with a verdict that names the
+rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`."""
+
+from minidataloader_course.checker.framework import mutant as m
+
+MUTANTS = [
+    m("worker_loop", "dies on a bad sample",
+      [("        try:\n            batch = fetcher.fetch(indices)\n"
+        "        except Exception as error:  # a bad sample must not kill the worker:\n"
+        "            batch = error  # send the error back, and go on\n",
+        "        batch = fetcher.fetch(indices)\n")],
+      "must not end the worker"),
+    m("worker_loop", "guards the reading but not the collating",
+      [("        try:\n            batch = fetcher.fetch(indices)\n"
+        "        except Exception as error:  # a bad sample must not kill the worker:\n"
+        "            batch = error  # send the error back, and go on\n",
+        "        try:\n            samples = [dataset[i] for i in indices]\n"
+        "        except Exception as error:\n            result_queue.put((batch_number, error))\n"
+        "            continue\n        batch = collate_fn(samples)\n")],
+      "collating can fail too"),
+    m("worker_loop", "goes on after the None sentinel",
+      [("        if task is None:  # the sentinel: no more work\n            return",
+        "        if task is None:\n            continue")],
+      "None sentinel"),
+    m("dispatch_schedule", "triggers one batch late",
+      [("batch - in_flight", "batch - in_flight + 1")],
+      "batch k is sent when batch k -"),
+    m("dispatch_schedule", "sends prefetch_factor tasks in all, not per worker",
+      [("in_flight = prefetch_factor * num_workers", "in_flight = prefetch_factor")],
+      "2 x 2 = 4"),
+    m("samples_loaded_ahead", "counts the last batch as full",
+      [("sizes.append(leftover)", "sizes.append(batch_size)")],
+      "the last one holds"),
+    m("samples_loaded_ahead", "reads prefetch_factor as samples",
+      [("return sum(sizes[:prefetch_factor * num_workers])",
+        "return min(dataset_size, prefetch_factor * num_workers)")],
+      "prefetch_factor counts batches per worker"),
+    m("samples_loaded_ahead", "lets the main process load a batch ahead",
+      [("return 0  # the main process", "return min(batch_size, dataset_size)  # the main process")],
+      "nothing is loaded until next()"),
+    m("reorder_batches", "reads every arrival before yielding",
+      [("for number, batch in arrivals:", "for number, batch in sorted(arrivals):")],
+      "arrivals read"),
+    m("reorder_batches", "ignores in_order=False",
+      [("        if not in_order:\n            yield batch  # whatever is ready goes out at once\n"
+        "            continue\n", "")],
+      "in_order=False"),
+    m("reorder_batches", "yields at most one batch per arrival",
+      [("while next_number in waiting:", "if next_number in waiting:")],
+      "yield both"),
+    m("MultiProcessIterator", "sends no task when it hands a batch out",
+      [("        self._dispatch()  # one batch handed out, one more task sent\n", "")],
+      "each batch handed out sends one more task"),
+    m("MultiProcessIterator", "reads every result in flight before handing one out",
+      [("            number, data = self._get()\n"
+        "            if number == self.next_number or not self.loader.in_order:\n"
+        "                return self._hand_out(number, data)\n"
+        "            self.waiting[number] = data  # early: it waits in the reorder buffer\n",
+        "            for _ in range(self.sent - self.next_number - len(self.waiting)):\n"
+        "                number, data = self._get()\n"
+        "                self.waiting[number] = data\n")],
+      "as soon as it arrives"),
+    m("MultiProcessIterator", "hands the batches out as they arrive, in_order or not",
+      [("if number == self.next_number or not self.loader.in_order:", "if True:")],
+      "in order"),
+    m("MultiProcessIterator", "leaves the workers running at the end of the epoch",
+      [("                self._shutdown()\n                raise StopIteration",
+        "                raise StopIteration")],
+      "stop the workers"),
+]

@@ -1,0 +1,63 @@
+"""Chapter 8: plausible wrong answers to its exercises, written as changes to their
+solutions' source; the checks must refuse each one with a verdict that names the
+rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`."""
+
+from minidataloader_course.checker.framework import mutant as m
+
+MUTANTS = [
+    m("startup_seconds", "forgets the resume handshakes",
+      [("return start_s + (epochs - 1) * resume_s", "return start_s")],
+      "resume handshake"),
+    m("startup_seconds", "pays a handshake in the first epoch too",
+      [("return start_s + (epochs - 1) * resume_s", "return start_s + epochs * resume_s")],
+      "every epoch after the first"),
+    m("startup_seconds", "returns the int 0 for no epoch",
+      [("        return 0.0\n", "        return 0\n")],
+      "float"),
+    m("resume_workers", "stops at the first acknowledgement",
+      [("while acknowledged < len(index_queues):", "while acknowledged < 1:")],
+      "one acknowledgement (Resume(), worker_id) per worker"),
+    m("resume_workers", "throws the stale batches away",
+      [("stale.append(message)  # left from the last epoch", "pass")],
+      "stale batches it did not return"),
+    m("CurriculumDataset", "keeps the level in a plain attribute",
+      [('self.level = multiprocessing.Value("d", 0.0)',
+        'self.level = type("Level", (), {"value": 0.0})()')],
+      "memory they share"),
+    m("CurriculumDataset", "returns the shared value itself, not a float",
+      [("return i, self.level.value", "return i, self.level")],
+      "level a Python float"),
+    m("worker_seeds_by_epoch", "draws a new base seed every epoch, persistent or not",
+      [("if base_seed is None or not persistent:", "if True:")],
+      "persistent workers"),
+    m("worker_seeds_by_epoch", "gives every worker the base seed",
+      [("seeds.append([base_seed + w for w in range(num_workers)])",
+        "seeds.append([base_seed for w in range(num_workers)])")],
+      "base seed + w"),
+    m("worker_seeds_by_epoch", "accepts persistent workers without workers",
+      [("    if persistent and num_workers == 0:\n", "    if persistent and num_workers < 0:\n")],
+      "persistent workers need workers"),
+    m("worker_loop, resumed", "does not acknowledge a Resume",
+      [("            result_queue.put((task, worker_id))\n", "")],
+      "put (the Resume, worker_id) on the result queue"),
+    m("worker_loop, resumed", "keeps the last epoch's fetcher",
+      [("            fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)\n"
+        "            ended = False  # a stream starts again\n",
+        "            ended = False\n")],
+      "make a new fetcher"),
+    m("MultiProcessIterator, persistent", "starts the next epoch without the handshake",
+      [("            resume_workers(self.index_queues, self.result_queue)\n", "            pass\n")],
+      "resume_workers"),
+    m("MultiProcessIterator, persistent", "draws a new base seed every epoch",
+      [("        self.indices = iter(self.index_sampler)\n",
+        "        self.indices = iter(self.index_sampler)\n"
+        "        if not first_iter:\n"
+        "            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)\n")],
+      "the base seed is drawn once"),
+    m("DataLoader, persistent", "makes a new iterator every epoch anyway",
+      [('if getattr(self, "_iterator", None) is None:', "if True:")],
+      "the same iterator"),
+    m("DataLoader, persistent", "forgets to reset the kept iterator",
+      [("            self._iterator._reset(self)\n", "            pass\n")],
+      "_reset(self)"),
+]

@@ -1,0 +1,64 @@
+"""Chapter 9: plausible wrong answers to its exercises, written as changes to their
+solutions' source; the checks must refuse each one with a verdict that names the
+rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`."""
+
+from minidataloader_course.checker.framework import mutant as m
+
+MUTANTS = [
+    m("pin_batch", "turns every mapping into a plain dict",
+      [("        pinned = copy.copy(data)  # the same type: a dict, an OrderedDict, a defaultdict\n"
+        "        pinned.update({key: pin_batch(item, pin_fn) for key, item in data.items()})\n"
+        "        return pinned",
+        "        return {key: pin_batch(item, pin_fn) for key, item in data.items()}")],
+      "an OrderedDict stays an OrderedDict"),
+    m("pin_batch", "pins the items of a dict in place",
+      [("        pinned = copy.copy(data)  # the same type: a dict, an OrderedDict, a defaultdict\n",
+        "        pinned = data\n")],
+      "data afterwards (it must not change)"),
+    m("pin_batch", "gives pin_fn an object that pins itself",
+      [('    if hasattr(data, "pin_memory"):  # a batch type that pins itself\n'
+        "        return data.pin_memory()\n", "")],
+      "pin_memory() method"),
+    m("pin_batch", "treats a string as a sequence of characters",
+      [("    if isinstance(data, (str, bytes)):\n        return data\n", "")],
+      "leave strings"),
+    m("copy_and_step", "says a copy without overlap is hidden when it is shorter",
+      [("hidden = copy_ms <= compute_ms if overlap else copy_ms == 0", "hidden = copy_ms <= compute_ms")],
+      "hidden only when there is nothing to copy"),
+    m("copy_and_step", "adds copy and compute even with overlap",
+      [("step_ms = max(copy_ms, compute_ms) if overlap else copy_ms + compute_ms",
+        "step_ms = copy_ms + compute_ms")],
+      "the longer of copy and compute"),
+    m("copy_and_step", "takes a GB for 2**30 bytes",
+      [("copy_ms = batch_bytes / (bandwidth_gbps * 1e9) * 1e3", "copy_ms = batch_bytes / (bandwidth_gbps * 2**30) * 1e3")],
+      "x 1e9 bytes/s"),
+    m("copy_compute_timeline", "never overlaps",
+      [("copy_start = compute_start if overlap else compute_end", "copy_start = compute_end")],
+      "the next copy starts when a step starts"),
+    m("copy_compute_timeline", "starts a step before the previous one is over",
+      [("compute_start = max(copy_end, compute_end)", "compute_start = copy_end")],
+      "the previous step is over"),
+    m("pin_loop", "waits on the queue without a timeout",
+      [("in_queue.get(timeout=0.1)", "in_queue.get()")],
+      "to stop after done_event was set"),
+    m("pin_loop", "pins a worker's exception",
+      [("if isinstance(number, int) and not isinstance(data, (Exception, StreamEnded)):",
+        "if True:")],
+      "pass it on as it is"),
+    m("pin_loop", "pins the acknowledgements and the ended streams too",
+      [("if isinstance(number, int) and not isinstance(data, (Exception, StreamEnded)):",
+        "if not isinstance(data, Exception):")],
+      "only batches are pinned"),
+    m("pin_loop", "dies when pin_fn raises",
+      [("            try:\n                data = pin_fn(data)\n            except Exception as error:\n"
+        "                data = error  # raised when the loop reaches this batch\n",
+        "            data = pin_fn(data)\n")],
+      "when pin_fn raises"),
+    m("MultiProcessIterator, pinned", "starts no pin thread for a _pin_memory_fn",
+      [("        if pin_fn is not None:  # or the pin thread's\n", "        if False:\n")],
+      "with loader._pin_memory_fn set, start a thread"),
+    m("MultiProcessIterator, pinned", "leaves the pin thread running",
+      [("            self.pin_done.set()\n            self.pin_thread.join()\n",
+        "            pass\n")],
+      "stop the thread at the end"),
+]
