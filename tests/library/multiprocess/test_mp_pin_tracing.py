@@ -1,5 +1,6 @@
-"""The pin-memory thread, run on this CPU-only machine with an injected pin function, and
-the tracing hook: free when off (workers included), complete and in order when on."""
+"""The pin-memory thread, run with an injected pin function (so that a machine without an
+accelerator runs it too), real pinning where an accelerator is present, and the tracing
+hook: free when off (workers included), complete and in order when on."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from minidataloader import _tracing
 from minidataloader.pin_memory import pin_memory
 from tests.support.differential import Frozen, Point, assert_identical, epochs, same
 from tests.support.mp_datasets import Squares, stream
+
+ACCELERATOR = torch.accelerator.is_available()
 
 
 class Pinnable:
@@ -48,12 +51,16 @@ def test_pin_memory_recurses_like_torch():
     assert ours["tensor-like"].pinned and ours["list"][1][0].pinned
     assert type(ours["frozen"]) is Frozen and ours["frozen"]["c"].pinned
     assert ours["default"].default_factory is list
-    with pytest.raises(RuntimeError):  # no accelerator here: torch's own error, both sides
-        torch_pin_memory(torch.ones(1))
-    with pytest.raises(RuntimeError):
-        pin_memory(torch.ones(1))
+    if ACCELERATOR:  # a real tensor is pinned, by both
+        assert torch_pin_memory(torch.ones(1)).is_pinned() and pin_memory(torch.ones(1)).is_pinned()
+    else:  # nothing to pin for: torch's own error, both sides
+        with pytest.raises(RuntimeError):
+            torch_pin_memory(torch.ones(1))
+        with pytest.raises(RuntimeError):
+            pin_memory(torch.ones(1))
 
 
+@pytest.mark.skipif(ACCELERATOR, reason="this machine has an accelerator: see the next test")
 def test_pin_memory_without_an_accelerator_warns_and_does_not_pin():
     def scenario(lib):
         loader = lib.DataLoader(Squares(7), batch_size=2, num_workers=2, pin_memory=True)
@@ -61,6 +68,18 @@ def test_pin_memory_without_an_accelerator_warns_and_does_not_pin():
 
     ref = same(scenario)
     assert ref.error is None and UserWarning in ref.warnings
+
+
+@pytest.mark.skipif(not ACCELERATOR, reason="needs an accelerator")
+def test_pin_memory_with_an_accelerator_pins_as_torch_does():
+    def scenario(lib):
+        loader = lib.DataLoader(Squares(7), batch_size=2, num_workers=2, pin_memory=True)
+        return [[all(t.is_pinned() for t in batch.values()) for batch in epoch]
+                for epoch in epochs(loader, 1)]
+
+    ref = same(scenario)
+    assert ref.error is None and UserWarning not in ref.warnings
+    assert ref.value == [[True] * 4]
 
 
 class PinRecorder:
