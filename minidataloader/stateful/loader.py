@@ -631,7 +631,7 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
         if plan is None:
             return 0
         first = min((batch for batch, _, _ in plan["in_flight"]), default=plan["sent"])
-        return first + (plan["next_worker"] - first) % n
+        return first + (plan["turn"] - first) % n
 
     def _reset(self, loader, first_iter: bool = False) -> None:
         if not first_iter:  # persistent workers, a new epoch
@@ -717,7 +717,8 @@ class _StatefulMultiProcessingIter(_StatefulIter, _MultiProcessingDataLoaderIter
                      for batch, pull in self._in_flight.items()]
         epoch = self._stream_state(in_flight)
         epoch["sent"] = self._next_batch
-        epoch["next_worker"] = turn
+        epoch["next_worker"] = self._next_batch % n  # where round robin sends the next batch
+        epoch["turn"] = turn  # whose batch comes next: where a resume starts
         if self._mode == "iterator":
             epoch["in_flight_indices"] = list(self._indices.values())
         position = self._position
