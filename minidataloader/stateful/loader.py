@@ -290,9 +290,11 @@ class StatefulDataLoader(DataLoader[T_co]):
             state = position.state if position.ask is None else position.ask(position.state)
         else:
             state = self._between_epochs(position)
-        # (not `epoch`: a trace numbers its epochs itself, from the start of the recording)
-        _tracing.emit("checkpoint", epochs_started=state["epochs_started"],
-                      yielded=(state["epoch"] or {}).get("yielded"))
+        # (not `epoch`: a trace numbers its epochs itself, from the start of the recording;
+        # and only when tracing: the event's fields cost more than the rest of this call)
+        if _tracing.enabled:
+            _tracing.emit("checkpoint", epochs_started=state["epochs_started"],
+                          yielded=(state["epoch"] or {}).get("yielded"))
         return state
 
     def _between_epochs(self, position: _Position | None) -> dict:
