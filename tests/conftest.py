@@ -34,7 +34,8 @@ WORKER_FOLDERS = (ROOT / "tests" / "library" / "multiprocess", ROOT / "tests" / 
 # They run first: `make test` spreads tests with xdist's worksteal, where a worker that runs
 # out of tests takes half of what the other has left; with the long ones run early, what is
 # left at the end is short, and neither worker waits long for the other.
-LONGEST_FIRST = (ROOT / "tests" / "book" / "test_notebooks.py",
+LONGEST_FIRST = (ROOT / "tests" / "course" / "test_installed_course.py",
+                 ROOT / "tests" / "book" / "test_notebooks.py",
                  ROOT / "tests" / "course" / "test_milestones.py")
 
 

@@ -243,3 +243,19 @@ def test_the_explorer_says_why_it_refuses_a_value(page, built_book):
     explorer.locator('input[type=number][data-param="dataset_size"]').fill("11")
     assert not reason.is_visible() and numbers.inner_text() != before
     page.watch.assert_clean()
+
+
+def test_launch_buttons_open_the_chapters_workbook_and_load_nothing(page, built_book):
+    """Binder and Colab links on a chapter point at its workbook (notebooks/NN_slug.ipynb,
+    which holds the stubs), not at its MyST source; an appendix has none; links only."""
+    open_page(page, built_book / "book" / "03_samplers.html")
+    links = [page.locator(".dropdown-launch-buttons a").nth(i).get_attribute("href")
+             for i in range(page.locator(".dropdown-launch-buttons a").count())]
+    assert len(links) == 2, links
+    assert all(link.startswith("https://") and "notebooks/03_samplers.ipynb" in link
+               for link in links), links
+    assert not any("book/03_samplers" in link for link in links), links
+    page.watch.assert_clean()  # no request for the services the links point at
+    open_page(page, built_book / "book" / "appendix_glossary.html")
+    assert page.locator(".dropdown-launch-buttons a").count() == 0
+    page.watch.assert_clean()

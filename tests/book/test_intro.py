@@ -11,7 +11,7 @@ import re
 from minidataloader_course import exercises
 from minidataloader_course.chapters.ch05.milestone import CONFIGURATIONS, REFUSED
 from minidataloader_course.learner import piece_exercises, split_piece
-from minidataloader_course.milestones import milestones
+from minidataloader_course.catalog import milestones
 
 INTRO = pathlib.Path(__file__).resolve().parents[2] / "intro.md"
 

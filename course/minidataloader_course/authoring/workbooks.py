@@ -400,7 +400,7 @@ def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool,
         lines += [
             "",
             "Cells that start with `%%piece` build **your own DataLoader**. Running one saves "
-            "the cell into your package, `notebooks/myloader/` (the first line names the file "
+            "the cell into your package, `myloader/` next to this notebook (the first line names the file "
             "and the piece), and later chapters build on what you saved there. Keep what a "
             "piece needs inside its cell (imports and helpers included): the cell is all "
             "that goes into the file. A cell that starts with `%piece` loads your current "
@@ -424,6 +424,31 @@ def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool,
             "answering.",
         ]
     return "\n".join(lines)
+
+
+def repository_url(root: pathlib.Path = ROOT) -> str:
+    """The repository's address, as ``_config.yml`` gives it to the book's buttons."""
+    import yaml
+
+    return yaml.safe_load((root / "_config.yml").read_text())["repository"]["url"]
+
+
+def install_cell() -> str:
+    """Every workbook's first code cell: it works in the repository's JupyterLab, in a folder
+    made by ``python -m minidataloader_course init``, and in a hosted notebook with nothing
+    installed, where it installs the library and the course from the repository (torch as
+    the service has it)."""
+    url = repository_url()
+    return "\n".join([
+        "# The course, installed where it is missing (a hosted notebook: Colab, Binder, ...)",
+        "import importlib.util",
+        "",
+        'if importlib.util.find_spec("minidataloader_course") is None:',
+        '    print("Installing minidataloader and its course from the repository; the torch '
+        'already installed here is kept ...")',
+        f'    %pip install --quiet "minidataloader @ git+{url}" '
+        f'"minidataloader_course @ git+{url}#subdirectory=course"',
+    ])
 
 
 def _question_cells(question: QuestionText, chapter: str, where: str) -> list:
@@ -466,7 +491,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
                            f"minidataloader_course import check, check_answer)")
 
     cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
-                              milestone, asks))]
+                              milestone, asks)), _code(install_cell())]
     cells += [_workbook_copy(cell, where) for where, cell in preamble]
     k = 0
     for section in sections:

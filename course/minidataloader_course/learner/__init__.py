@@ -13,6 +13,7 @@ from minidataloader_course.learner.package import (
     PieceConflict,
     Region,
     backup,
+    backup_package,
     digest,
     ensure_package,
     fill_with_solutions,
@@ -42,4 +43,4 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
-__all__ = ['EDITED', 'STUB', 'WRITTEN', 'backup', 'BACKUPS', 'digest', 'ensure_package', 'fill_with_solutions', 'find_package', 'find_regions', 'import_package', 'PACKAGE', 'package_regions', 'piece_exercises', 'PieceConflict', 'reference_source', 'Region', 'region_text', 'replace_region', 'reset', 'split_piece', 'STATE_FILE', 'status', 'stub_files', 'stub_region', 'stub_regions', 'STUBS', 'write_piece', "load_ipython_extension"]
+__all__ = ['EDITED', 'STUB', 'WRITTEN', 'backup', 'backup_package', 'BACKUPS', 'digest', 'ensure_package', 'fill_with_solutions', 'find_package', 'find_regions', 'import_package', 'PACKAGE', 'package_regions', 'piece_exercises', 'PieceConflict', 'reference_source', 'Region', 'region_text', 'replace_region', 'reset', 'split_piece', 'STATE_FILE', 'status', 'stub_files', 'stub_region', 'stub_regions', 'STUBS', 'write_piece', "load_ipython_extension"]

@@ -302,14 +302,18 @@ def _forget_bytecode(path: pathlib.Path) -> None:
         cached.unlink(missing_ok=True)
 
 
+def backup_package(package: pathlib.Path) -> pathlib.Path:
+    """A copy of the whole package, ``myloader-backup-<time>/`` next to it."""
+    kept = package.with_name(f"{package.name}-backup-{_stamp()}")
+    shutil.copytree(package, kept, ignore=shutil.ignore_patterns("__pycache__"))
+    return kept
+
+
 def reset(package: pathlib.Path, pieces: list[str] | None = None) -> pathlib.Path | None:
     """Put the stubs back: every file, or only the given pieces. The package is copied to
     ``myloader-backup-<time>/`` next to it first; returns that folder (None if there was
     nothing to keep)."""
-    kept = None
-    if package.exists():
-        kept = package.with_name(f"{package.name}-backup-{_stamp()}")
-        shutil.copytree(package, kept, ignore=shutil.ignore_patterns("__pycache__"))
+    kept = backup_package(package) if package.exists() else None
     if pieces is None:
         for path in package.glob("*.py"):
             path.unlink()

@@ -144,6 +144,44 @@ def test_reset_asks_first_and_keeps_a_backup(package, monkeypatch, capsys):
     assert re.search(rf"sampler.SequentialSampler +{STUB}\n", capsys.readouterr().out)
 
 
+def test_fill_asks_before_replacing_written_pieces_and_keeps_a_backup(package, monkeypatch,
+                                                                      capsys):
+    from minidataloader_course.__main__ import main
+
+    write_piece(package, "sampler.SequentialSampler", "class SequentialSampler(Sampler):\n    x = 1")
+    monkeypatch.setattr("builtins.input", lambda question: "n")
+    assert main(["fill", "3", "--path", str(package)]) == 1
+    assert "sampler.SequentialSampler" in capsys.readouterr().out
+    assert "x = 1" in (package / "sampler.py").read_text()
+    monkeypatch.setattr("builtins.input", lambda question: "y")
+    assert main(["fill", "3", "--path", str(package)]) == 0
+    states = status(package)
+    assert states["sampler.SequentialSampler"] == WRITTEN and states["sampler.RandomSampler"] == WRITTEN
+    assert states["collate.default_collate"] == STUB, "chapter 4's piece was filled for chapter 3"
+    assert "x = 1" not in (package / "sampler.py").read_text()
+    backups = list(package.parent.glob("myloader-backup-*"))
+    assert len(backups) == 1 and "x = 1" in (backups[0] / "sampler.py").read_text()
+
+
+def test_init_writes_every_workbook_and_the_package_and_keeps_a_changed_one(tmp_path,
+                                                                           monkeypatch, capsys):
+    from minidataloader_course.__main__ import main
+
+    assert main(["init", str(tmp_path / "ws")]) == 0
+    shipped = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert sorted(p.name for p in (tmp_path / "ws").glob("*.ipynb")) == shipped
+    assert (tmp_path / "ws" / "myloader" / "__init__.py").exists()
+    mine = tmp_path / "ws" / shipped[0]
+    mine.write_text("my work")
+    monkeypatch.setattr("builtins.input", lambda question: "n")
+    assert main(["init", str(tmp_path / "ws")]) == 0
+    assert mine.read_text() == "my work" and f"{mine.name}: kept yours" in capsys.readouterr().out
+    monkeypatch.setattr("builtins.input", lambda question: "y")
+    assert main(["init", str(tmp_path / "ws")]) == 0
+    assert mine.read_text() != "my work"
+    assert mine.with_name(mine.name + ".bak").read_text() == "my work"
+
+
 def test_reset_of_one_piece(package):
     write_piece(package, "sampler.SequentialSampler", "class SequentialSampler(Sampler):\n    x = 1")
     write_piece(package, "sampler.BatchSampler", "class BatchSampler(Sampler):\n    y = 2")
