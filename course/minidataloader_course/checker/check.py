@@ -148,6 +148,10 @@ def verdict(exercise: Exercise, implementation) -> Verdict:
 # same cases (the reader's next attempt, a milestone re-checking its pieces) reuses them. The
 # cases are compared by their pickled bytes: a factory that draws fresh inputs, or inputs that
 # cannot be pickled (a dataset holding an Event), always get a fresh run.
+# What it saves, measured (2026-12-03, 2 cores, the CPU time of the whole test run): the
+# robustness and mutant tests of chapters 6-10's multi-process exercises take 51 and 47 CPU s
+# with it, 103 without (wall: 200 s against 400 s); those of chapters 1-3, 53 against 60.
+# The workers an oracle starts are what a rerun would pay again.
 _expected: dict[str, tuple[Exercise, bytes, list]] = {}
 
 
