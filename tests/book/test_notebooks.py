@@ -7,7 +7,7 @@ with a learner's package (``myloader``) next to it:
   chapters (a learner who did the workbooks in order): every check and milestone passes. A
   piece's stub cell gets the piece's reference source under its ``%%piece`` line (running it
   saves the piece into the package); any other stub gets the source of its solution from
-  ``course/minidataloader_course/solutions/chNN.py``, with the imports and helpers it uses
+  the chapter's ``solution.py``, with the imports and helpers it uses
   (tests/course/checker/answers.py): the code then lives in the notebook, as a learner's does; every
   check-yourself item gets its right answer (for a prediction, what the real run gives);
 - the same with ``spawn`` as the start method (what macOS and Windows get): the learner's

@@ -29,7 +29,7 @@ work is never overwritten without asking:
 - When the book gains a piece, ``ensure_package`` appends its stub to the learner's file;
   nothing else in the file changes.
 
-Solutions have one source, ``exercises/solutions/chNN.py``: an exercise with
+Solutions have one source, each chapter's ``solution.py``: an exercise with
 ``piece="sampler.RandomSampler"`` names the region, and ``fill_with_solutions`` writes the
 source of its reference there (tests use it to make "a learner who finished chapter N").
 """
@@ -328,7 +328,7 @@ def reset(package: pathlib.Path, pieces: list[str] | None = None) -> pathlib.Pat
 
 
 # ---------------------------------------------------------------------------------------
-# The reference pieces (one source: exercises/solutions/chNN.py)
+# The reference pieces (one source: the chapters' solution.py)
 
 
 def piece_exercises() -> dict[str, list]:

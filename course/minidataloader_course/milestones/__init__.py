@@ -18,7 +18,7 @@ A milestone is the pieces of its chapters, then suites on the assembled loader:
 3. When a suite's case differs, the case runs again with the reference version of one piece
    at a time in place of the learner's (leaves first); the first piece whose replacement
    makes the case right is named. The references are the exercises' own
-   (``exercises/solutions/chNN.py``), made from their source in the learner's module, so
+   (the chapters' ``solution.py``), made from their source in the learner's module, so
    that the swapped piece uses the learner's other pieces, as the learner's would.
 
 The package is imported afresh from its folder, so a milestone checks what the files say now,

@@ -1,6 +1,6 @@
 """The chapter's demo: a training script killed with SIGKILL in the middle of an epoch
 (workers and all) and started again ends with the weights of a run never interrupted.
-``demo.ch14_resume.kill_and_resume`` runs the three processes, as chapter 14 does."""
+``chapters.ch14.resume.kill_and_resume`` runs the three processes, as chapter 14 does."""
 
 import signal
 

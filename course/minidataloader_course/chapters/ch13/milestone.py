@@ -2,7 +2,7 @@
 13) with two worker processes that persist from epoch to epoch and the pinning path, and
 gives torch's loss at every step.
 
-The runs are the chapter's own (``demo.ch13_capstone``); they take ``data``, a module with
+The runs are the chapter's own (``chapters.ch13.capstone``); they take ``data``, a module with
 ``DataLoader``, ``random_split`` and ``Subset``. The learner's side gets their ``DataLoader``
 with torch's ``random_split`` and ``Subset`` (the runs call them, not the learner's code).
 
