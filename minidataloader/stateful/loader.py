@@ -402,11 +402,16 @@ class _StatefulIter:
         self._started_epochs = loader._epochs
         self._position = loader._position = _Position()
 
+    def _random_states(self) -> dict:
+        """What the index stream draws from: torch's global RNG, the generators, the
+        DistributedSamplers' epochs."""
+        return {"torch": torch_rng_state(),
+                "generators": [generator_state(g) for g in self._generator_list],
+                "sampler_epochs": [s.epoch for s in self._distributed]}
+
     def _fixed(self) -> dict:
         """The parts of the state that stay as they are for the rest of the epoch."""
-        snapshot = self._snapshot or {
-            "generators": [generator_state(g) for g in self._generator_list],
-            "sampler_epochs": [s.epoch for s in self._distributed]}
+        snapshot = self._snapshot or self._random_states()  # (before the first pull: now)
         return {"format": FORMAT, "version": VERSION, "loader": self._fingerprint,
                 "epochs_started": self._started_epochs,
                 "generators": snapshot["generators"],
@@ -417,9 +422,7 @@ class _StatefulIter:
         """One pull from the index stream."""
         if not self._started:
             self._started = True
-            self._snapshot = {"torch": torch_rng_state(),
-                              "generators": [generator_state(g) for g in self._generator_list],
-                              "sampler_epochs": [s.epoch for s in self._distributed]}
+            self._snapshot = self._random_states()
             self._resolve_stream()
             self._fixed_parts = self._fixed()
         try:
@@ -533,7 +536,7 @@ class _StatefulSingleProcessIter(_StatefulIter, _SingleProcessDataLoaderIter):
         self._main = _Keeper(None, plan and plan.get("main"), placeholder)
         self._keepers = {None: self._main}  # see NOTE [ The keeper hook ]
         self._begin_stream(loader, restore)
-        super().__init__(loader)  # makes the fetcher, through _keeper(None)
+        super().__init__(loader)  # makes the fetcher, through _keepers[None]
         if plan is not None:
             self._num_yielded = plan["yielded"]
         self._fixed_parts = self._fixed()
