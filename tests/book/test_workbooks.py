@@ -13,7 +13,8 @@ import nbformat
 import pytest
 
 from minidataloader_course.authoring import workbooks
-from minidataloader_course.authoring.workbooks import ChapterError, build_workbook, workbook_text
+from minidataloader_course.authoring.workbooks import (ChapterError, build_workbook, install_cell,
+                                                       workbook_text)
 
 CHAPTERS = workbooks.chapters()
 
@@ -147,14 +148,15 @@ def test_a_small_chapter_becomes_a_workbook():
     nbformat.validate(notebook)
     cells = [(c.cell_type, c.source) for c in notebook.cells]
     assert cells[0][1].startswith("# Workbook 1: A chapter")
-    assert cells[1][1].startswith("## Exercise 1: Iterations per epoch\n\nWrite `iterations")
-    assert "<details><summary>Hint 1: a nudge</summary>\n\nThink of `//`.\n\n</details>" in cells[1][1]
-    assert "Hint 2: near-code" in cells[1][1]
-    stub = notebook.cells[2]
+    assert cells[1] == ("code", install_cell())
+    assert cells[2][1].startswith("## Exercise 1: Iterations per epoch\n\nWrite `iterations")
+    assert "<details><summary>Hint 1: a nudge</summary>\n\nThink of `//`.\n\n</details>" in cells[2][1]
+    assert "Hint 2: near-code" in cells[2][1]
+    stub = notebook.cells[3]
     assert stub.metadata["tags"] == ["exercise"]
     assert stub.metadata["minidataloader"] == {"solution": "ch01.iterations_per_epoch"}
-    assert cells[3] == ("code", "check(iterations_per_epoch)")
-    assert cells[4:] == [("markdown", "Try it:"), ("code", "print(iterations_per_epoch(10, 3))")]
+    assert cells[4] == ("code", "check(iterations_per_epoch)")
+    assert cells[5:] == [("markdown", "Try it:"), ("code", "print(iterations_per_epoch(10, 3))")]
     assert all("More book text" not in source for _, source in cells)
     assert all(c.outputs == [] for c in notebook.cells if c.cell_type == "code")
 
@@ -166,11 +168,11 @@ def test_a_piece_stub_comes_from_the_learners_stub_file():
                             "drop_last=False)`.", "Write `SequentialSampler`.")
     notebook = build_workbook(pathlib.Path("book/03_demo.md"),
                               HEADER.replace("# 1.", "# 3.") + text + stub)
-    cell = notebook.cells[2]
+    cell = notebook.cells[3]
     assert cell.source.startswith("%%piece sampler.SequentialSampler\nclass SequentialSampler(")
     assert cell.metadata["minidataloader"] == {"piece": "sampler.SequentialSampler",
                                                "solution": "ch03.SequentialSampler"}
-    assert notebook.cells[3].source == "check(SequentialSampler)"
+    assert notebook.cells[4].source == "check(SequentialSampler)"
 
 
 DISCUSSION = """
