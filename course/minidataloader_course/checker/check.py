@@ -358,6 +358,8 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
                       summary=wording.summary.format(**fields),
                       problem=wording.problem.format(**fields), hint=wording.hint.format(**fields),
                       output=report.output, printed=report.printed)
+    if index is not None:
+        verdict.case_number = index + 1
     if wording.shows_case and index is not None:
         verdict.case = cases[index].describe()
     if wording.shows_values:

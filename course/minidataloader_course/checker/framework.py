@@ -86,20 +86,23 @@ class Mutant:
     the solution's source with ``changes`` made (each ``(text of the solution, what it
     becomes)``, the text found exactly once), written where a learner writes it. The check must
     refuse it with a verdict that contains every one of ``says``: the words of the rule it
-    breaks. The tests run every one (tests/course/checker/test_mutants.py)."""
+    breaks. ``breaks`` is that rule's number (from 1) in the exercise's ``rules``: the hidden
+    case the verdict fails on must be one of that rule's cases, and every rule must be broken
+    by at least one mutant. The tests run every one (tests/course/checker/test_mutants.py)."""
 
     exercise: str
     mistake: str  # what the learner got wrong
     changes: tuple[tuple[str, str], ...]
     says: tuple[str, ...]
+    breaks: int
 
     @property
     def id(self) -> str:
         return f"{self.exercise}: {self.mistake}"
 
 
-def mutant(exercise: str, mistake: str, changes, *says: str) -> Mutant:
-    return Mutant(exercise, mistake, tuple(changes), says)
+def mutant(exercise: str, mistake: str, changes, *says: str, breaks: int) -> Mutant:
+    return Mutant(exercise, mistake, tuple(changes), says, breaks)
 
 
 @dataclass

@@ -34,6 +34,8 @@ class Verdict:
     suggests what to look at. ``output`` is what the code printed (truncated), ``note``
     anything else worth knowing. A failed verdict also says what to do when you doubt it:
     ``in_doubt``, or by default how to rerun a check and report a wrong verdict.
+    ``case_number`` is the number (from 1) of the hidden case that failed, or None: the
+    exercise's ``rules`` name their cases by these numbers.
     """
 
     exercise: str
@@ -48,6 +50,7 @@ class Verdict:
     printed: int = 0
     note: str = ""
     in_doubt: str | None = None
+    case_number: int | None = None
 
     @property
     def passed(self) -> bool:

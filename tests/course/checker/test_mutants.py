@@ -1,8 +1,9 @@
 """The checker, tested with wrong answers: every reference solution with a mistake a beginner
 plausibly makes (each chapter's ``mutants.py``), written where a learner writes it (a module outside the
 package; a piece of the loader in the learner's own package, the other pieces right). Every
-one must be refused, with a verdict that names the broken rule. The session ends with the
-fraction refused (tests/conftest.py prints it)."""
+one must be refused, on a hidden case of the rule it declares broken, with a verdict that names
+that rule; and every rule an exercise states has its cases and a mutant that breaks it. The
+session ends with the fraction refused (tests/conftest.py prints it)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,24 @@ def test_every_exercise_has_wrong_variants():
     assert len({mutant.id for mutant in MUTANTS}) == len(MUTANTS), "two mutants share a name"
 
 
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_every_rule_has_hidden_cases_and_a_mutant_that_breaks_it(name):
+    exercise = EXERCISES[name]
+    total = len(exercise.cases())
+    assert exercise.rules, f"{name} declares no rules"
+    problems = []
+    for number, rule in enumerate(exercise.rules, 1):
+        if not rule.cases or not all(1 <= case <= total for case in rule.cases):
+            problems.append(f"rule {number} ({rule.text!r}) names cases {rule.cases}, of 1..{total}")
+    broken = {mutant.breaks for mutant in MUTANTS if mutant.exercise == name}
+    problems += [f"no mutant breaks rule {number} ({rule.text!r}): add one to the chapter's "
+                 f"mutants.py with breaks={number}"
+                 for number, rule in enumerate(exercise.rules, 1) if number not in broken]
+    problems += [f"a mutant breaks rule {number}, and {name} has {len(exercise.rules)} rules"
+                 for number in sorted(broken) if not 1 <= number <= len(exercise.rules)]
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[mutant.id for mutant in MUTANTS])
 def test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule(mutant, tmp_path):
     exercise = EXERCISES[mutant.exercise]
@@ -34,3 +53,7 @@ def test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule(mutant, tmp_p
     assert verdict.status == "failed", f"the mistake ({mutant.mistake}) was not refused:\n{text}"
     missing = [words for words in mutant.says if words not in text]
     assert not missing, f"the verdict does not say {missing}:\n{text}"
+    rule = exercise.rules[mutant.breaks - 1]
+    assert verdict.case_number in rule.cases, (
+        f"the mutant breaks rule {mutant.breaks} ({rule.text!r}, cases {rule.cases}), and the "
+        f"verdict fails on case {verdict.case_number}:\n{text}")
