@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import random
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ import warnings
 
 import torch
 import torch.utils.data as tud
+import torch.utils.data._utils.worker as torch_worker
 from torch.utils.data import Dataset, IterableDataset
 
 from minidataloader_course.checker.framework import Case, TooManyItems
@@ -65,6 +67,32 @@ def finish_thread(thread, outcome: dict, seconds: float, too_slow: str):
     if "raised" in outcome:
         raise outcome["raised"]
     return outcome["returned"]
+
+
+@contextlib.contextmanager
+def as_in_a_torch_worker(worker_id: int, num_workers: int, base_seed: int, dataset):
+    """This process made, for the block, what torch's ``_worker_loop`` makes of a worker
+    before its ``worker_init_fn`` runs: ``random`` and torch seeded with ``base_seed +
+    worker_id``, numpy's global generator from ``_generate_state(base_seed, worker_id)``,
+    then the ``WorkerInfo``. A ``worker_init_fn`` called here sees what it sees in a real
+    worker (``torch.initial_seed()`` included); the random states and the info are put back
+    afterwards, for the check's own process is no worker."""
+    import numpy as np
+
+    states = random.getstate(), torch.get_rng_state(), np.random.get_state()
+    seed = base_seed + worker_id
+    random.seed(seed)
+    torch.manual_seed(seed)
+    np.random.seed(torch_worker._generate_state(base_seed, worker_id))
+    torch_worker._worker_info = torch_worker.WorkerInfo(
+        id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
+    try:
+        yield
+    finally:
+        torch_worker._worker_info = None
+        random.setstate(states[0])
+        torch.set_rng_state(states[1])
+        np.random.set_state(states[2])
 
 
 def drain(queue_) -> list:

@@ -9,7 +9,9 @@ Two exercises run the reader's code inside real worker processes of torch's Data
 reader's notebook code to a worker without pickling it). Code that misbehaves in a worker
 (exits, hangs, floods) would be judged by what the loader makes of it, so ``seed_worker``
 is first called in the checker's own process the way a worker calls it: torch's worker
-sets its ``WorkerInfo``, then calls ``worker_init_fn(worker_id)``. Where there is no fork
+seeds ``random``, torch and numpy, sets its ``WorkerInfo``, then calls
+``worker_init_fn(worker_id)`` (``multiprocess_cases.as_in_a_torch_worker``; a test compares
+it with a real worker). Where there is no fork
 (Windows), the loaders of the hidden cases run without workers, for the reference and the
 reader's code alike.
 """
@@ -30,6 +32,7 @@ from minidataloader_course.chapters.multiprocess_cases import (
     WORKER_INFO,
     WORKER_PIECES,
     TorchIterator,
+    as_in_a_torch_worker,
     iterator_case,
     more_workers_than_cpus_is_fine,
     run_worker,
@@ -108,14 +111,10 @@ BASE_SEED = 900450186894289455
 
 
 def _as_a_worker_would(implementation, worker_id: int, num_workers: int) -> dict:
-    """Call the worker_init_fn here, as torch's worker calls it: WorkerInfo set first."""
+    """Call the worker_init_fn here, as torch's worker calls it: seeds and WorkerInfo first."""
     dataset = NoisyNumbers()
-    torch_worker._worker_info = torch_worker.WorkerInfo(
-        id=worker_id, num_workers=num_workers, seed=BASE_SEED + worker_id, dataset=dataset)
-    try:
+    with as_in_a_torch_worker(worker_id, num_workers, BASE_SEED, dataset):
         returned = implementation(worker_id)
-    finally:
-        torch_worker._worker_info = None
     rng = dataset.rng
     if not isinstance(rng, np.random.Generator):
         return {"returned": returned, "dataset.rng afterwards": type(rng).__name__}
