@@ -18,6 +18,7 @@ from minidataloader.bench.workloads import WORKLOADS, Workload
 NAMES = [workload.name for workload in WORKLOADS]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_quick_benchmark_prints_a_table_and_writes_json(tmp_path):
     out = tmp_path / "bench.json"

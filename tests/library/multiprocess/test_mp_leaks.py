@@ -29,6 +29,7 @@ def resources():
     return {"children": len(children()), "open fds": open_fds()}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)  # 200 epochs of fresh workers: minutes on a busy machine
 @pytest.mark.parametrize("persistent", [False, True])
 def test_200_epochs_leave_no_processes_or_file_descriptors(persistent):
@@ -44,6 +45,7 @@ def test_200_epochs_leave_no_processes_or_file_descriptors(persistent):
         assert resources()["children"] == before["children"] - 2  # ...until the loader goes
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)  # 200 epochs of fresh workers: minutes on a busy machine
 def test_no_shared_memory_files_left_under_the_file_system_strategy():
     code = textwrap.dedent(f"""

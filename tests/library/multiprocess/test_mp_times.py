@@ -14,6 +14,7 @@ BOUNDS = {  # seconds; the expected values are about 1, 0.05, 0.5 and 5 (the stu
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_dead_workers_are_noticed_and_shutdowns_end_promptly():
     times = measure(trials=3)

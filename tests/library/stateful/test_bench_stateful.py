@@ -32,6 +32,7 @@ def test_a_workload_runs_against_torchdata(tmp_path):
     assert report["workloads"][0]["torch_state_bytes"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_benchmark_runs_a_stateful_workload_named_in_its_own_section(tmp_path):
     out = tmp_path / "both.json"

@@ -92,6 +92,7 @@ def test_the_state_is_where_the_loop_stopped(group):
         check_case(case, play(StatefulDataLoader, case), theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_torchdatas_protocols_resume_as_torchdata_does():
     for case, theirs in zip(PROTOCOLS, torchdata_plays(PROTOCOLS)):
