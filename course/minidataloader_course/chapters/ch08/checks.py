@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import queue
-import sys
 
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
@@ -18,12 +17,12 @@ from minidataloader_course.chapters.multiprocess_cases import (
     TorchIterator,
     iterator_case,
     loader_arguments,
+    message_class,
     more_workers_than_cpus_is_fine,
     one_epoch,
     run_worker,
     tasks_text,
     use_iterator,
-    worker_module_of,
     workers_for_a_check,
 )
 from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
@@ -298,7 +297,7 @@ def _resume_worker_cases() -> list[Case]:
 
 
 def _use_resume_worker(implementation, case: Case) -> dict:
-    resume = sys.modules[worker_module_of(implementation)].Resume
+    resume = message_class(implementation, "Resume")
     tasks = [resume() if task == "RESUME" else task for task in case.inputs["tasks"]]
     kind, n = case.inputs["dataset"]
     dataset = tuple(i * i for i in range(n)) if kind == "squares" else Counting(n)

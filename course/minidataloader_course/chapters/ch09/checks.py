@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import queue
-import sys
 import threading
 import time
 from collections import OrderedDict, defaultdict, namedtuple
@@ -23,6 +22,7 @@ from minidataloader_course.chapters.multiprocess_cases import (
     drain,
     finish_thread,
     iterator_case,
+    message_class,
     start_thread,
     use_iterator,
 )
@@ -287,7 +287,7 @@ STOP_LATE = ("pin_loop took longer than 1 s to stop after done_event was set: wa
 
 
 def _use_pin_loop(implementation, case: Case) -> dict:
-    stream_ended = sys.modules[implementation.__module__].StreamEnded
+    stream_ended = message_class(implementation, "StreamEnded")
     items = [(number, stream_ended(0) if isinstance(data, str) else data)
              for number, data in case.inputs["items"]]
     in_queue, out_queue, done_event = queue.Queue(), queue.Queue(), threading.Event()
