@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
@@ -12,15 +14,22 @@ from minidataloader_course.checker.questions import Choice, Prediction
 FINISHED_PIECE = ("minidataloader_course.viz.arithmetic.epoch_arithmetic",)
 
 # (dataset_size, batch_size, drop_last): the chapter's example, sizes that divide and sizes
-# that do not, a dataset smaller than one batch, an empty one, batch size 1.
+# that do not, a dataset smaller than one batch, an empty one, batch size 1; last, sizes
+# beyond 2**53, where a float no longer holds every integer: `/` and `math.ceil` go wrong.
 SIZES = [
     (12800, 128, False), (1000, 64, False), (1000, 64, True), (768, 32, False),
     (614, 32, True), (7, 3, False), (7, 3, True), (999, 1000, False), (999, 1000, True),
-    (1000, 1000, True), (0, 32, False), (5, 1, False),
+    (1000, 1000, True), (0, 32, False), (5, 1, False), (2**53 + 1, 2, False),
+    (2**60 - 1, 4, True),
 ]
+BEYOND_FLOATS = 2**53
 
 
 def _size_hint(dataset_size: int, batch_size: int, drop_last: bool) -> str:
+    if dataset_size > BEYOND_FLOATS:
+        return (f"a dataset of {dataset_size:,} samples, more than 2**53: a float cannot hold "
+                f"every integer this large, so `/` and `math.ceil` round; use integer "
+                f"arithmetic only (`//` and `%`)")
     if dataset_size == 0:
         return "an empty dataset gives no batches at all"
     if dataset_size % batch_size == 0:
@@ -52,6 +61,11 @@ def _torch_iterations(dataset_size, batch_size, drop_last=False):
 
 
 def _torch_last_batch_size(dataset_size, batch_size, drop_last=False):
+    if dataset_size > BEYOND_FLOATS:
+        # Too many batches to list: every batch before the last is full, so the last one
+        # holds what the others leave.
+        count = _torch_iterations(dataset_size, batch_size, drop_last)
+        return batch_size if drop_last else dataset_size - (count - 1) * batch_size
     batches = list(_torch_batches(dataset_size, batch_size, drop_last))
     return len(batches[-1]) if batches else 0
 
@@ -72,6 +86,8 @@ register(Exercise(
              (3, 5, 7, 9)),
         Rule("an empty dataset has no batch",
              (11,)),
+        Rule("integer arithmetic only: exact beyond 2**53",
+             (13, 14)),
     ),
     goals=(2, 3),
 ))
@@ -85,9 +101,9 @@ register(Exercise(
     expected_from="torch: the last batch of a `BatchSampler`",
     rules=(
         Rule("a full last batch when the size divides, or with `drop_last`",
-             (1, 3, 4, 5, 7, 10, 12)),
+             (1, 3, 4, 5, 7, 10, 12, 14)),
         Rule("the remainder otherwise",
-             (2, 6, 8)),
+             (2, 6, 8, 13)),
         Rule("0 when there is no batch: empty, or `drop_last` with fewer samples than a batch",
              (9, 11)),
     ),
@@ -104,6 +120,9 @@ def _steps_cases() -> list[Case]:
         (101, 12800, 128, False, "one step more than an epoch needs a second epoch"),
         (0, 100, 10, False, "no steps need no epochs"),
         (50, 999, 1000, False, "one iteration an epoch (a single, incomplete batch)"),
+        (2**53 + 1, 10, 10, False,
+         "one iteration an epoch and more than 2**53 steps: a float cannot hold every integer "
+         "this large, so `/` and `math.ceil` round; use integers only, -(-a // b)"),
     ]
     result = [Case({"steps": s, "dataset_size": n, "batch_size": b, "drop_last": d}, hint=h)
               for s, n, b, d, h in cases]
@@ -126,37 +145,52 @@ register(Exercise(
         Rule("exact multiples, and 0 steps",
              (1, 4, 6)),
         Rule("an epoch without iterations raises `ValueError`",
+             (9,)),
+        Rule("integers only: exact beyond 2**53",
              (8,)),
     ),
     goals=(3,),
 ))
 
 
-def _batches(implementation, case: Case) -> list:
+def _torch_batch_generator(dataset_size, batch_size, drop_last=False):
+    yield from _torch_batches(dataset_size, batch_size, drop_last)
+
+
+def _batches(implementation, case: Case) -> dict:
+    result = implementation(**case.inputs)
+    # The statement asks for a generator: a list of every batch at once is refused. Any
+    # iterator (a generator expression, an iterator class) yields lazily as one does.
+    kind = ("a generator (an iterator)" if isinstance(result, Iterator)
+            else f"a {type(result).__name__}, not a generator")
     # At most one more batch than samples: an endless generator is stopped there.
-    return take(implementation(**case.inputs), limit=case.inputs["dataset_size"] + 1)
+    return {"the call returns": kind,
+            "its batches": take(result, limit=case.inputs["dataset_size"] + 1)}
 
 
 register(Exercise(
     reference=solutions.batch_indices,
-    oracle=_torch_batches,
+    oracle=_torch_batch_generator,
     cases=lambda: [
         Case({"dataset_size": n, "batch_size": b, "drop_last": d},
-             hint=_size_hint(n, b, d) + "; yield each batch as a list of indices")
-        for n, b, d in [(10, 3, False), (10, 3, True), (6, 3, False), (2, 5, False),
-                        (2, 5, True), (0, 4, False), (1, 1, False), (100, 32, True)]],
+             hint=_size_hint(n, b, d) + "; `yield` each batch as a list of indices: a "
+                                        "generator, not a function that returns a list")
+        for n, b, d in [(10, 3, False), (10, 3, True), (0, 4, False), (6, 3, False),
+                        (2, 5, False), (2, 5, True), (1, 1, False), (100, 32, True)]],
     run=_batches,
     hint="collect indices into a list; yield it when it holds batch_size of them",
     expected_from="torch: `BatchSampler(SequentialSampler)`",
     rules=(
         Rule("lists of consecutive indices, full batches",
-             (3, 7)),
+             (1, 2, 4, 7)),
         Rule("the last, smaller batch unless `drop_last`",
-             (1, 4)),
+             (1, 5)),
         Rule("`drop_last` drops it, even the only one",
-             (2, 5, 8)),
+             (2, 6, 8)),
         Rule("an empty dataset yields nothing",
-             (6,)),
+             (3,)),
+        Rule("a generator: calling it returns an iterator, not a list",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
     ),
     goals=(3,),
 ))
