@@ -171,6 +171,8 @@ register(Exercise(
 
 
 GROWING = "a CSV file that grows while it is read: rows are appended after the first sample"
+TWO_PASSES = ("a CSV file of 3 rows, label='y'; one stream read twice (two epochs), then by a "
+              "DataLoader")
 
 
 def _stream_cases() -> list[Case]:
@@ -178,7 +180,22 @@ def _stream_cases() -> list[Case]:
             Case({"path": GROWING, "label": "y"}, description=GROWING,
                  hint="read the file line by line while you yield (for line in file): a stream "
                       "that reads the whole file first misses what is written later, and "
-                      "cannot read a file larger than memory")]
+                      "cannot read a file larger than memory"),
+            Case({"path": TWO_PASSES, "label": "y"}, description=TWO_PASSES,
+                 hint="open the file in __iter__, not in __init__: a file opened once is used "
+                      "up after the first pass, and every epoch must read it from its start "
+                      "again")]
+
+
+def _use_two_passes(implementation) -> dict:
+    """The same stream object, read again: each ``iter()`` is a new epoch."""
+    path = _csv_file("x1,x2,y\n1,2,0\n3,4,1\n5,6,0\n")
+    dataset = implementation(path, "y")
+    seen = {f"pass {number}": _outcome(lambda: take(iter(dataset), limit=10))
+            for number in (1, 2)}
+    seen["then the batches of DataLoader(dataset, batch_size=2)"] = _outcome(
+        lambda: take(DataLoader(dataset, batch_size=2), limit=10))
+    return seen
 
 
 def _use_growing_file(implementation) -> dict:
@@ -197,6 +214,8 @@ def _use_growing_file(implementation) -> dict:
 def _use_stream(implementation, case: Case) -> dict:
     if case.inputs["path"] == GROWING:
         return _use_growing_file(implementation)
+    if case.inputs["path"] == TWO_PASSES:
+        return _use_two_passes(implementation)
     dataset = implementation(**case.inputs)
     with open(case.inputs["path"]) as file:
         rows = sum(1 for _ in file) - 1
@@ -204,11 +223,9 @@ def _use_stream(implementation, case: Case) -> dict:
     seen = {"number of samples": len(samples)}
     for index in sorted({0, len(samples) // 2, len(samples) - 1} if samples else ()):
         seen[f"sample {index}"] = samples[index]
-    # a pass that fails is one wrong entry: the verdict then names the pass
-    seen["the first sample of a second pass (the next epoch)"] = _outcome(
-        lambda: next(iter(dataset), None))
+    # A new stream: a second pass over the same one is the last case's (its own hint).
     seen["the first batch of DataLoader(dataset, batch_size=4)"] = _outcome(
-        lambda: next(iter(DataLoader(dataset, batch_size=4))))
+        lambda: next(iter(DataLoader(implementation(**case.inputs), batch_size=4))))
     return seen
 
 
@@ -224,8 +241,8 @@ register(Exercise(
     rules=(
         Rule("the same pairs as `CsvDataset`, yielded line by line",
              (1, 2, 3, 4)),
-        Rule("a new pass every `__iter__` (the second pass)",
-             (1, 2, 3, 4)),
+        Rule("a new pass every `__iter__`: the file opened in `__iter__` (the second pass)",
+             (6,)),
         Rule("read while yielding, never the whole file: rows written after the first sample come out too",
              (5,)),
     ),
@@ -338,11 +355,18 @@ def _use_split(implementation, case: Case) -> dict:
         warnings.simplefilter("ignore")  # the warning about an empty split is not compared
         splits = implementation(case.inputs["dataset"], case.inputs["lengths"],
                                 generator=generator)
-    return {
+    seen = {
         "what it returns": type(splits).__name__,
         "the length of each split": [len(split) for split in splits],
         "the samples of each split": [[split[i] for i in range(len(split))] for split in splits],
     }
+    # The permutation drawn exactly once: any other draw shifts what the script draws next.
+    if generator is not None:
+        seen["the generator afterwards: torch.randint(1000, (3,), generator=generator)"] = (
+            torch.randint(1000, (3,), generator=generator).tolist())
+    seen["the global RNG afterwards: torch.randint(1000, (3,))"] = (
+        torch.randint(1000, (3,)).tolist())
+    return seen
 
 
 register(Exercise(
@@ -365,6 +389,8 @@ register(Exercise(
              (8,)),
         Rule("lengths that do not add up, fractions outside [0, 1]: `ValueError`",
              (9, 10)),
+        Rule("the permutation drawn exactly once: the generator and the global RNG afterwards as torch leaves them",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
     ),
     goals=(4,),
 ))
