@@ -18,6 +18,7 @@ from minidataloader_course.catalog import milestones, verdict_of
 from minidataloader_course.learner import (
     ensure_package,
     fill_with_solutions,
+    import_package,
     piece_exercises,
     reference_source,
     stub_region,
@@ -104,6 +105,41 @@ def test_pieces_still_the_stubs_wait_without_a_check(tmp_path, monkeypatch):
     assert "11 of 14 pass their checks" in text and text.count("not written yet") == 3
 
 
+def test_the_advice_names_the_piece_that_fails_on_its_own(tmp_path, monkeypatch):
+    """generate_state is wrong, the worker loop that uses it right, and listed before it: the
+    worker loop's check fails too. The advice is measured (each failing piece checked again
+    with the reference versions of the others), not read off the order of the list."""
+    package = solved(tmp_path, 7)
+    source = reference_source(piece_exercises()["worker.generate_state"][-1])
+    words = "[worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32, 0]"
+    assert words in source, "generate_state's reference changed: update this test"
+    write_piece(package, "worker.generate_state",
+                source.replace(words, "[base_seed & 0xFFFFFFFF, base_seed >> 32, worker_id, 0]"),
+                force=True)
+    imported = []
+    monkeypatch.setattr(milestones_module, "import_package",
+                        lambda path: imported.append(import_package(path)) or imported[-1])
+    verdict = milestone(7, package)
+    text = str(verdict)
+    pieces = verdict.steps[0]
+    failed = [label for label, row in pieces.rows if row.startswith("✘")]
+    assert failed == ["worker_loop (worker.py)", "generate_state (worker.py)"], text
+    advice = dict(pieces.rows)["start"]
+    assert advice.startswith("generate_state (worker.py): it fails its check even with the "
+                             "reference versions of your other pieces"), text
+    assert "worker_loop (worker.py) passes its check with the reference versions" in advice
+    assert "start with the first" not in text and "in doubt" not in text
+    for name, module in list(sys.modules.items()):  # every swap undone: the learner's own
+        if name.startswith(imported[0].__name__ + "."):
+            assert not [key for key, value in vars(module).items() if _made_by_a_swap(value)], name
+
+
+def _made_by_a_swap(value) -> bool:
+    functions = [value, *(vars(value).values() if isinstance(value, type) else ())]
+    return any(getattr(f, "__code__", None) is not None
+               and f.__code__.co_filename.startswith("<the reference") for f in functions)
+
+
 def timed(package, limit: float):
     start = time.monotonic()
     verdict = milestone(5, package)
@@ -117,6 +153,7 @@ def test_a_sampler_off_by_one_is_named(tmp_path):
                      "range(1, len(self.data_source) + 1)")
     text = timed(package, 30 + SLACK)
     assert "SequentialSampler (sampler.py)" in text and "expected 0, got 1" in text
+    assert "in doubt" not in text  # a plain mistake: nothing to rerun or report
 
 
 def test_a_loader_that_delegates_to_torch_is_refused(tmp_path):
@@ -136,6 +173,7 @@ def test_an_iterator_that_never_stops_is_stopped(tmp_path):
                      "while True:\n            pass")
     text = timed(package, 60 + SLACK)
     assert "SingleProcessIterator (dataloader.py)" in text and "took longer than" in text
+    assert "in doubt: sure your code is right? Run the check again" in text  # a time limit
 
 
 def test_a_piece_wrong_beyond_its_hidden_cases_is_found_by_swapping(tmp_path):

@@ -25,7 +25,13 @@ from minidataloader_course.checker.sandbox import (
     install_tripwires,
     is_readers_code,
 )
-from minidataloader_course.checker.verdict import FAILED, NOT_ATTEMPTED, PASSED, Verdict
+from minidataloader_course.checker.verdict import (
+    FAILED,
+    IF_IN_DOUBT,
+    NOT_ATTEMPTED,
+    PASSED,
+    Verdict,
+)
 from minidataloader_course.shared.compare import (
     Raised,
     difference,
@@ -73,6 +79,9 @@ class Wording:
     hint: str = ""
     shows_case: bool = True  # the case it happened on
     shows_values: bool = False  # expected and got
+    # the failure may be the checker's or the machine's, not the reader's: the verdict says
+    # what to do in doubt (IF_IN_DOUBT). A plain wrong answer does not
+    doubtful: bool = False
 
 
 _CASES_RIGHT = "{name}: {right} of {total} hidden cases right"
@@ -113,15 +122,16 @@ WORDING = {
         FAILED, "{name} took longer than {limit:g} s and was stopped",
         hint="look for a loop that never ends (a `while` whose condition stays true, an "
              "iterator that never stops, a wait for a message that never comes) or a long "
-             "sleep; these cases need far less time than that{about_the_case}"),
+             "sleep; these cases need far less time than that{about_the_case}",
+        doubtful=True),
     Outcome.KILLED: Wording(
         FAILED, _ENDED, "it was killed by signal {signal} ({description})",
         "a crash like this comes from C code (in torch, numpy or a library) given something it "
-        "cannot handle, or from running out of memory"),
+        "cannot handle, or from running out of memory", doubtful=True),
     Outcome.EXITED: Wording(
         FAILED, _ENDED, "it exited with status {exit_code}, as os._exit({exit_code}) does",
         "return your result instead of ending the process: os._exit and sys.exit stop "
-        "everything, the checker included"),
+        "everything, the checker included", doubtful=True),
 }
 
 
@@ -291,17 +301,20 @@ def _attempt(exercise: Exercise, implementation, case: Case, expected, fired: li
     changed = _changed_inputs(pristine, case.inputs)
     if changed:  # the cause of whatever else went wrong
         return {"outcome": Outcome.MUTATED, "problem": changed}
+    internal = False  # the comparison itself failed: the checker's failure as much as the reader's
     try:
         problem = (exercise.compare or difference)(expected, got)
     except Exception as error:
         problem = f"could not compare the result with the expected one ({type(error).__name__}: {error})"
+        internal = True
     if problem:
         if isinstance(got, Raised):
-            problem = f"{got.type.__name__}: {got.message}" if not isinstance(expected, Raised) \
-                else problem
+            if not isinstance(expected, Raised):
+                problem, internal = f"{got.type.__name__}: {got.message}", False
             return {"outcome": Outcome.WRONG, "got": f"raised {got.type.__name__}",
-                    "problem": problem + (f", at {where}" if where else "")}
-        return {"outcome": Outcome.WRONG, "got": short(got), "problem": problem}
+                    "problem": problem + (f", at {where}" if where else ""), "internal": internal}
+        return {"outcome": Outcome.WRONG, "got": short(got), "problem": problem,
+                "internal": internal}
     return {"outcome": Outcome.RIGHT}
 
 
@@ -357,7 +370,8 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
     verdict = Verdict(exercise=exercise.name, status=wording.verdict,
                       summary=wording.summary.format(**fields),
                       problem=wording.problem.format(**fields), hint=wording.hint.format(**fields),
-                      output=report.output, printed=report.printed)
+                      output=report.output, printed=report.printed,
+                      in_doubt=IF_IN_DOUBT if wording.doubtful or details.get("internal") else "")
     if index is not None:
         verdict.case_number = index + 1
     if wording.shows_case and index is not None:

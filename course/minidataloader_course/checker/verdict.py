@@ -32,8 +32,10 @@ class Verdict:
     "not answered"); ``passed`` is a bool. On failure ``case``, ``expected`` and ``got`` say
     what went wrong where (any may be empty), ``problem`` says it in a sentence and ``hint``
     suggests what to look at. ``output`` is what the code printed (truncated), ``note``
-    anything else worth knowing. A failed verdict also says what to do when you doubt it:
-    ``in_doubt``, or by default how to rerun a check and report a wrong verdict.
+    anything else worth knowing. ``in_doubt`` is what to do when the verdict itself may be
+    wrong (:data:`IF_IN_DOUBT`: rerun the check, report it): only a failure that may be the
+    checker's or the machine's sets it (a time limit ran out, the child was killed or exited
+    unexpectedly, the checker could not compare); a plain wrong answer's verdict has none.
     ``case_number`` is the number (from 1) of the hidden case that failed, or None: the
     exercise's ``rules`` name their cases by these numbers.
     """
@@ -49,7 +51,7 @@ class Verdict:
     output: str = ""
     printed: int = 0
     note: str = ""
-    in_doubt: str | None = None
+    in_doubt: str = ""
     case_number: int | None = None
 
     @property
@@ -59,8 +61,7 @@ class Verdict:
     def _rows(self) -> list[tuple[str, str]]:
         rows = [("case", self.case), ("expected", self.expected), ("got", self.got),
                 ("problem", self.problem), ("hint", self.hint), ("note", self.note),
-                ("in doubt", "" if self.status != FAILED else
-                 IF_IN_DOUBT if self.in_doubt is None else self.in_doubt)]
+                ("in doubt", self.in_doubt if self.status == FAILED else "")]
         return [(label, text) for label, text in rows if text]
 
     def _output_excerpt(self) -> str:

@@ -72,12 +72,15 @@ class Step:
     status: str  # PASSED, FAILED, NOT_ATTEMPTED, or "not run"
     summary: str
     rows: list[tuple[str, str]] = field(default_factory=list)
+    doubtful: bool = False  # its failure may be the checker's or the machine's (a time-out)
 
 
 @dataclass
 class MilestoneVerdict:
     """What ``milestone(n)`` returns: a line per step, and for the step that failed, the case,
-    what was expected, what the loader gave, and the piece to look at."""
+    what was expected, what the loader gave, and the piece to look at. The "in doubt"
+    advice (rerun, report) comes once, and only when a step's failure may be the checker's
+    or the machine's (a time limit ran out, a child ended unexpectedly)."""
 
     number: int
     title: str
@@ -90,6 +93,11 @@ class MilestoneVerdict:
     def passed(self) -> bool:
         return self.status == PASSED
 
+    @property
+    def in_doubt(self) -> str:
+        doubtful = self.status == FAILED and any(step.doubtful for step in self.steps)
+        return IF_IN_DOUBT if doubtful else ""
+
     def __str__(self) -> str:
         lines = [f"{_MARK[self.status]}: milestone {self.number}, {self.title}: {self.summary}"]
         if self.package:
@@ -101,8 +109,8 @@ class MilestoneVerdict:
                 label = label.strip() + ":"
                 lines.append(f"{indent}{label:<10}{text}" if len(label) < 10
                              else f"{indent}{label}\n{indent}  {text}")
-        if self.status == FAILED:
-            lines.append(f"  in doubt: {IF_IN_DOUBT}")
+        if self.in_doubt:
+            lines.append(f"  in doubt: {self.in_doubt}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -121,8 +129,8 @@ class MilestoneVerdict:
                          + (f'<table style="border:none">{rows}</table>' if rows else ""))
         package = (f'<div style="color:#555">package: <code>{e(self.package)}</code></div>'
                    if self.package else "")
-        doubt = (f'<div style="color:#555;margin-top:3px">in doubt: {e(IF_IN_DOUBT)}</div>'
-                 if self.status == FAILED else "")
+        doubt = (f'<div style="color:#555;margin-top:3px">in doubt: {e(self.in_doubt)}</div>'
+                 if self.in_doubt else "")
         return (f'<div class="mdl-verdict mdl-milestone mdl-{self.status.replace(" ", "-")}" '
                 f'style="border-left:5px solid {border};background:{background};'
                 f'padding:6px 10px;margin:4px 0;font-size:0.92em;line-height:1.4">'
@@ -231,17 +239,68 @@ def _check_pieces(package, pieces: dict[str, Exercise], untouched: set[str]) -> 
     step.status = FAILED
     step.summary = (f"{len(verdicts) - len(waiting) - len(failing)} of {len(verdicts)} pass "
                     f"their checks")
-    if len(failing) + len(waiting) > 1:
-        step.summary += (" (later pieces use earlier ones: a piece can fail because of one "
-                         "listed before it, so start with the first)")
+    if failing and len(failing) + len(waiting) > 1:
+        step.rows.append(("start", _where_to_start(package, pieces, failing, waiting)))
     for piece in failing:
         found = verdicts[piece]
+        step.doubtful = step.doubtful or bool(found.in_doubt)
         step.rows.append((_where(piece), f"✘ {found.summary}"))
         step.rows += [(f"  {label}", text) for label, text in _rows(found)]
     for piece in waiting:
         step.rows.append((_where(piece), "not written yet (it still raises "
                                          "NotImplementedError): its workbook cell saves it"))
     return step
+
+
+# NOTE [ Which failing piece to start with ]
+# A piece's check runs the learner's piece with the learner's other pieces: a piece can fail
+# because of one it uses, listed before it or after it (the DataLoader of chapter 5 is listed
+# before the worker loop that chapter 7's DataLoader uses). So the runner measures instead of
+# guessing from the order: each failing piece is checked again with the reference of every
+# other piece in the learner's modules (as _diagnose swaps one), and the advice names the
+# earliest that still fails, the one at fault by itself. One more check per failing piece,
+# paid only when more than one piece fails or waits.
+
+
+def _where_to_start(package, pieces: dict[str, Exercise], failing: list[str],
+                    waiting: list[str]) -> str:
+    alone = [piece for piece in failing if not _passes_with_reference_others(package, pieces, piece)]
+    helped = [piece for piece in failing if piece not in alone]
+    one = len(helped) == 1
+    passes = (f"{_names(helped)} pass{'es its check' if one else ' their checks'} with the "
+              f"reference versions of your other pieces in place of yours")
+    uses = "it uses" if one else "they use"
+    if alone:
+        advice = (f"{_where(alone[0])}: it fails its check even with the reference versions of "
+                  f"your other pieces in place of yours")
+        return advice + (f"; {passes}, so {'it fails' if one else 'they fail'} because of a "
+                         f"piece {uses}" if helped else "")
+    if waiting:
+        return f"the pieces not written yet: {passes}, so a piece {uses} is missing"
+    return (f"the pieces that {_names(helped)} {'uses' if one else 'use'}: {passes}, so one of "
+            f"the pieces {uses} is wrong where its own check does not look")
+
+
+def _passes_with_reference_others(package, pieces: dict[str, Exercise], piece: str) -> bool:
+    """Whether the learner's ``piece`` passes its check with the reference of every other
+    piece in place of the learner's (see NOTE [ Which failing piece to start with ])."""
+    undo = []
+    try:
+        learners = {other: piece_object(package, other) for other in pieces if other != piece}
+        references = {other: _reference_in(package, other, pieces[other]) for other in learners}
+        for other in learners:  # the references look each other up in the modules: swapped too
+            undo += _swapped(package, learners[other], references[other])
+        return verdict_of(piece_object(package, piece), name=pieces[piece].name).passed
+    except Exception:  # noqa: BLE001 - a reference that cannot be made measures nothing
+        return False
+    finally:
+        for module, key, value in reversed(undo):
+            setattr(module, key, value)
+
+
+def _names(found: list[str]) -> str:
+    names = [_where(piece) for piece in found]
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _where(piece: str) -> str:
@@ -280,7 +339,7 @@ def _run_suite(suite: Suite, package, pieces: dict[str, Exercise], path) -> Step
         return Step(suite.name, PASSED, f"the same as torch on all {len(cases)} cases"
                     if len(cases) > 1 else "the same as torch")
     step = Step(suite.name, FAILED, found.summary.replace(f"{suite.name}: ", ""),
-                rows=_rows(found))
+                rows=_rows(found), doubtful=bool(found.in_doubt))
     failed = _first_failing(report)
     if failed is not None and not report.timed_out:
         step.rows.append(("the piece", _diagnose(exercise, cases[failed], expected[failed],
@@ -316,14 +375,23 @@ def _swapped(package, learners, reference):
 def _reference_in(package, piece: str, exercise: Exercise):
     """The reference of ``piece``, made from its source in the learner's module, as a cell
     would write it there: it uses the learner's other pieces, so that swapping it in changes
-    that piece alone. (A method piece, or without fork: the reference object itself. Workers
-    started with spawn import the learner's files, so a swap reaches only forked ones.)"""
+    that piece alone. Its globals are the module's own (a copy would keep what it assigns
+    there, such as a worker's ``_worker_info``, from the learner's code that reads it); the
+    module is left as it was, the swap is :func:`_swapped`'s. (A method piece, or without
+    fork: the reference object itself. Workers started with spawn import the learner's
+    files, so a swap reaches only forked ones.)"""
     module, name = split_piece(piece)
     if "." in name or not CAN_FORK:
         return exercise.reference
-    namespace = dict(vars(importlib.import_module(f"{package.__name__}.{module}")))
-    exec(compile(reference_source(exercise), f"<the reference {piece}>", "exec"), namespace)
-    return namespace[name]
+    namespace = vars(importlib.import_module(f"{package.__name__}.{module}"))
+    before = dict(namespace)
+    try:
+        exec(compile(reference_source(exercise), f"<the reference {piece}>", "exec"), namespace)
+        return namespace[name]
+    finally:
+        for key in [key for key in namespace if key not in before]:
+            del namespace[key]
+        namespace.update(before)
 
 
 def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,

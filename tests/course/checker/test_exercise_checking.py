@@ -720,14 +720,38 @@ def test_the_flood_limit_is_what_the_verdict_says():
                                        name="last_batch_size").problem
 
 
-def test_a_doubting_reader_is_told_where_to_report():
+def test_a_doubting_reader_is_told_where_to_report_when_the_machine_may_be_at_fault():
     yaml = pytest.importorskip("yaml")
     config = yaml.safe_load((pathlib.Path(__file__).resolve().parents[3] / "_config.yml").read_text())
     assert ISSUES == config["repository"]["url"].rstrip("/") + "/issues"
-    failed = check(wrong_code(EXERCISES["iterations_per_epoch"], "wrong values"),
-                   name="iterations_per_epoch")
-    assert "run the check again" in str(failed).lower() and ISSUES in str(failed)
-    assert "in doubt" not in str(check(EXERCISES["iterations_per_epoch"].reference))
+    exercise = EXERCISES["iterations_per_epoch"]
+    for kind in ("sleep", "os._exit"):  # a time limit ran out; the child ended unexpectedly
+        failed = check(wrong_code(exercise, kind), name="iterations_per_epoch")
+        assert failed.status == "failed" and failed.in_doubt, str(failed)
+        assert "in doubt:" in str(failed) and "run the check again" in str(failed).lower()
+        assert ISSUES in str(failed) and ISSUES in failed._repr_html_()
+    assert "in doubt" not in str(check(exercise.reference))
+
+
+@pytest.mark.parametrize("kind", ["wrong values", "wrong type", "raises",
+                                  "delegation", "sys.exit", "10**6 prints"])
+def test_a_plain_mistake_gets_no_in_doubt_paragraph(kind):
+    """A wrong answer is the learner's to fix: "report it" would only cast doubt on a right
+    verdict."""
+    failed = check(wrong_code(EXERCISES["last_batch_size"], kind), name="last_batch_size")
+    assert failed.status == "failed" and not failed.in_doubt, str(failed)
+    assert "in doubt" not in str(failed) and ISSUES not in failed._repr_html_()
+
+
+def test_a_comparison_that_fails_is_the_checkers_doubt():
+    def failing_compare(expected, got):
+        raise TypeError("unorderable")
+
+    register(Exercise(reference=lambda n: n, name="test_uncomparable", compare=failing_compare,
+                      cases=lambda: [Case({"n": 1})], time_limit=5))
+    failed = check(lambda n: n, name="test_uncomparable")
+    assert "could not compare" in failed.problem and failed.in_doubt, str(failed)
+    assert "in doubt:" in str(failed)
 
 
 def test_verdict_html_is_self_contained_and_coloured():

@@ -194,5 +194,5 @@ def test_check_prints_its_verdict_in_a_script_and_returns_it(tmp_path):
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, cwd=tmp_path)
     assert run.stdout.count("✘ failed: iterations_per_epoch") == 1, run.stdout + run.stderr
-    assert "in doubt:" in run.stdout and "/issues" in run.stdout
+    assert "in doubt:" not in run.stdout  # a plain mistake: nothing to report
     assert run.stdout.rstrip().endswith("returned: failed")
