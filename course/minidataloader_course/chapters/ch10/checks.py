@@ -431,18 +431,59 @@ def _parent_dies(implementation, arguments) -> dict:
     return {"the orphaned worker left within 6 s": not running(pid)}
 
 
+def _escaped(implementation, escaped, *args) -> None:
+    """The worker process's target: the reader's loop, and what escaped it (a type's name),
+    or None when it returned."""
+    try:
+        implementation(*args)
+    except BaseException as error:  # noqa: BLE001 - what Process._bootstrap would print
+        escaped.put(type(error).__name__)
+        return
+    escaped.put(None)
+
+
+def _interrupted(implementation, arguments) -> dict:
+    """The reader's loop in a worker process that has served one task and waits for the
+    next, when SIGINT comes (Ctrl-C, a kernel's interrupt: the whole process group)."""
+    context = multiprocessing.get_context("fork")
+    index_queue, result_queue, escaped = context.Queue(), context.Queue(), context.Queue()
+    index_queue.put((0, (0, 1)))
+    worker = context.Process(target=_escaped, daemon=True, args=(
+        implementation, escaped, arguments[0], index_queue, result_queue, context.Event(),
+        *arguments[1:]))
+    worker.start()
+    try:
+        served = result_queue.get(timeout=5.0)[0] == 0  # it is in its loop now
+    except queue.Empty:
+        served = False
+    os.kill(worker.pid, signal.SIGINT)
+    try:
+        what = escaped.get(timeout=5.0)
+    except queue.Empty:
+        what = "(nothing: it was still running 5 s after SIGINT)"
+    worker.join(1.0)
+    if worker.is_alive():
+        worker.kill()
+        worker.join()
+    return {"served task 0": served,
+            "what escaped the loop on SIGINT (a traceback on stderr)":
+                "nothing: it returned quietly" if what is None else what}
+
+
 STILL_THERE = ("worker_loop was still running {seconds:g} s after done_event was set, with no "
                "task left and no None coming: wait with index_queue.get(timeout=...), and leave "
                "when a wait ends with done_event set")
 
 
 def _error_worker_cases() -> list[Case]:
-    def case(dataset, tasks, hint, in_a_process=True, done=False, orphan=False):
+    def case(dataset, tasks, hint, in_a_process=True, done=False, orphan=False,
+             interrupted=False):
         where = "in a real worker process (fork), " if in_a_process else ""
         situation = ("; done_event is set before it starts" if done else
-                     "; its parent dies right after starting it" if orphan else "")
+                     "; its parent dies right after starting it" if orphan else
+                     "; after task 0 it gets SIGINT (Ctrl-C)" if interrupted else "")
         return Case({"dataset": dataset, "tasks": tuple(tasks), "in_a_process": in_a_process,
-                     "done": done, "orphan": orphan},
+                     "done": done, "orphan": orphan, "interrupted": interrupted},
                     description=f"{where}worker 0 of 1; dataset: {dataset}{situation}; "
                                 f"index queue: {tasks_text(tasks)}", hint=hint)
 
@@ -462,6 +503,10 @@ def _error_worker_cases() -> list[Case]:
              "os.getppid() with the parent's pid you noted at the start; and tell the result "
              "queue not to wait for its feeder thread before leaving (chapter 6), or the 1 MB "
              "nobody will read keeps the process from exiting", orphan=True),
+        case(CorruptAt(6, 2), [(0, (0, 1))],
+             "Ctrl-C sends SIGINT to the workers too: catch the KeyboardInterrupt around the "
+             "loop (except KeyboardInterrupt: pass) and return quietly, since the main process "
+             "reports it; one that escapes prints a traceback per worker", interrupted=True),
     ]
 
 
@@ -488,6 +533,8 @@ def _use_error_worker(implementation, case: Case) -> dict:
     if case.inputs["orphan"]:  # a dataset of its own: its event is this run's
         return _parent_dies(implementation, (BigFirst(), True, list, False, 7, None, 0, 1))
     arguments = (case.inputs["dataset"], True, list, False, 7, None, 0, 1)
+    if case.inputs["interrupted"]:
+        return _interrupted(implementation, arguments)
     seen = run_worker(implementation, arguments, list(case.inputs["tasks"]),
                       case.inputs["in_a_process"], seconds=2.5,
                       done_after=0.0 if case.inputs["done"] else None,
@@ -504,7 +551,8 @@ register(Exercise(
     run=_use_error_worker,
     hint=("note os.getppid() at the start; wait with index_queue.get(timeout=1.0), and on "
           "queue.Empty leave if done_event is set or the parent changed; skip tasks once "
-          "done_event is set; send errors as WorkerError(type, message with the traceback)"),
+          "done_event is set; send errors as WorkerError(type, message with the traceback); "
+          "catch KeyboardInterrupt around the loop"),
     forbidden=WORKER_PIECES + FINISHED_PIECES,
     allowed=("Dataset", "IterableDataset", "Sampler", "get_worker_info"),
     time_limit=9.0,
@@ -517,6 +565,8 @@ register(Exercise(
              (3,)),
         Rule("a dead parent noticed when a wait times out; `cancel_join_thread` before leaving",
              (4,)),
+        Rule("Ctrl-C (SIGINT): the `KeyboardInterrupt` caught, the loop left quietly",
+             (5,)),
     ),
     goals=(3, 6),
 ))

@@ -38,10 +38,10 @@ MUTANTS = [
       [("terminated.append(worker_id)", "terminated.append(worker.pid)")],
       "not their pids", breaks=3),
     m("worker_loop, watchful", "sends the exception itself",
-      [("            batch = WorkerError(type(error), f\"{type(error).__name__} in DataLoader worker \"\n"
-        "                                             f\"{worker_id} (pid {os.getpid()}):\\n\"\n"
-        "                                             f\"{traceback.format_exc()}\")\n",
-        "            batch = error\n")],
+      [("                batch = WorkerError(type(error), f\"{type(error).__name__} in DataLoader worker \"\n"
+        "                                                 f\"{worker_id} (pid {os.getpid()}):\\n\"\n"
+        "                                                 f\"{traceback.format_exc()}\")\n",
+        "                batch = error\n")],
       "send WorkerError(type(error)", breaks=1),
     m("worker_loop, watchful", "waits for tasks without a timeout",
       [("task = index_queue.get(timeout=1.0)", "task = index_queue.get()")],
@@ -52,6 +52,10 @@ MUTANTS = [
     m("worker_loop, watchful", "leaves its unread results waiting at exit",
       [("        result_queue.cancel_join_thread()\n", "        pass\n")],
       "not to wait for its feeder thread", breaks=3),
+    m("worker_loop, watchful", "lets Ctrl-C's KeyboardInterrupt escape (a traceback per worker)",
+      [("    except KeyboardInterrupt:  # Ctrl-C reached every process: the main process reports it\n"
+        "        pass\n", "    finally:\n        pass\n")],
+      "except KeyboardInterrupt", breaks=4),
     m("MultiProcessIterator, guarded", "raises the WorkerError itself",
       [("        if isinstance(data, WorkerError):  # raised as the type it had in the worker\n"
         "            raise rebuild_exception(data.exc_type, data.message)\n", "")],

@@ -67,32 +67,35 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
     fetcher_class = IterableFetcher if isinstance(dataset, IterableDataset) else MapFetcher
     fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)
     ended = False
-    while True:
-        try:
-            task = index_queue.get(timeout=1.0)  # wake up now and then, to look around
-        except queue.Empty:
-            if done_event.is_set() or os.getppid() != parent:
-                break  # shutting down (and the None is late), or the main process is gone
-            continue
-        if task is None:
-            break
-        if isinstance(task, Resume):
-            result_queue.put((task, worker_id))
-            fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)
-            ended = False
-            continue
-        if ended or done_event.is_set():
-            continue  # nothing to give, or shutting down: skip what is left
-        batch_number, indices = task
-        try:
-            batch = fetcher.fetch(indices)
-        except StopIteration:
-            batch, ended = StreamEnded(worker_id), True
-        except Exception as error:  # its type, and its traceback as text, travel
-            batch = WorkerError(type(error), f"{type(error).__name__} in DataLoader worker "
-                                             f"{worker_id} (pid {os.getpid()}):\n"
-                                             f"{traceback.format_exc()}")
-        result_queue.put((batch_number, batch))
+    try:
+        while True:
+            try:
+                task = index_queue.get(timeout=1.0)  # wake up now and then, to look around
+            except queue.Empty:
+                if done_event.is_set() or os.getppid() != parent:
+                    break  # shutting down (and the None is late), or the main process is gone
+                continue
+            if task is None:
+                break
+            if isinstance(task, Resume):
+                result_queue.put((task, worker_id))
+                fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)
+                ended = False
+                continue
+            if ended or done_event.is_set():
+                continue  # nothing to give, or shutting down: skip what is left
+            batch_number, indices = task
+            try:
+                batch = fetcher.fetch(indices)
+            except StopIteration:
+                batch, ended = StreamEnded(worker_id), True
+            except Exception as error:  # its type, and its traceback as text, travel
+                batch = WorkerError(type(error), f"{type(error).__name__} in DataLoader worker "
+                                                 f"{worker_id} (pid {os.getpid()}):\n"
+                                                 f"{traceback.format_exc()}")
+            result_queue.put((batch_number, batch))
+    except KeyboardInterrupt:  # Ctrl-C reached every process: the main process reports it
+        pass
     if os.getppid() != parent:  # nobody will read what is still buffered: exit anyway
         result_queue.cancel_join_thread()
 
