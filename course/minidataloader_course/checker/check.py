@@ -351,10 +351,37 @@ def _changed_inputs(pristine: dict | None, inputs: dict) -> str:
         except Exception:
             continue
         if changed:
-            return (f"your code changed its input `{key}` in place (before: {short(before, 70)}; "
-                    f"after: {short(inputs[key], 70)}). Leave the inputs as they are: work on a "
+            was, now = _excerpts(before, inputs[key])
+            return (f"your code changed its input `{key}` in place ({_as_change(changed)}; "
+                    f"before: {was}; after: {now}). Leave the inputs as they are: work on a "
                     f"copy, or build a new object")
     return ""
+
+
+def _as_change(sentence: str) -> str:
+    """The comparer's sentence, of the input before (expected) and after (got)."""
+    return sentence.replace("expected", "it was").replace(", got", ", it became")
+
+
+_AROUND = 30  # characters shown on each side of the first difference
+
+
+def _excerpts(before, after) -> tuple[str, str]:
+    """``before`` and ``after`` written out, each cut around the first character where they
+    differ: two short excerpts of a long list must not look the same."""
+    try:
+        was, now = repr(before), repr(after)
+    except Exception:  # a reader's __repr__ may raise
+        return short(before, 70), short(after, 70)
+    first = next((i for i, (a, b) in enumerate(zip(was, now)) if a != b), min(len(was), len(now)))
+    start = max(0, first - _AROUND)
+
+    def cut(text: str) -> str:
+        end = first + _AROUND
+        return ("…" * (start > 0) + " ".join(text[start:end].split())
+                + "…" * (end < len(text)))
+
+    return cut(was), cut(now)
 
 
 def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildReport) -> Verdict:

@@ -867,3 +867,24 @@ def test_a_real_kernel_survives_the_readers_code(tmp_path):
         kernel_pids.update(line.split()[-1] for line in text.splitlines()
                            if line.startswith("kernel alive"))
     assert len(kernel_pids) == 1  # the last cell ran in the same, still living, kernel
+
+
+def test_an_input_changed_near_the_end_of_a_long_list_shows_where():
+    """Cut to the same length from their start, a long list before and after a change near
+    its end look the same: the verdict says where they differ, and shows that place."""
+    def first_half(order):
+        return order[:len(order) // 2]
+
+    register(Exercise(reference=first_half, name="test_long_input", time_limit=5,
+                      cases=lambda: [Case({"order": list(range(500))})]))
+
+    def test_long_input(order):
+        order[-2] = -1
+        return order[:len(order) // 2]
+
+    failed = check(test_long_input)
+    assert failed.status == "failed" and "changed its input `order` in place" in failed.problem
+    assert "[498]: it was 498, it became -1" in failed.problem, failed.problem
+    before = failed.problem.split("before: ")[1].split("; after: ")[0]
+    after = failed.problem.split("; after: ")[1].split(")")[0]
+    assert before != after and "498" in before and "-1" in after, failed.problem
