@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 
 import numpy as np
 import torch
@@ -170,8 +171,12 @@ class MultiProcessIterator(ch09.MultiProcessIterator):
             self.workers.append(worker)
         self.data_queue = self.result_queue
         pin_fn = getattr(loader, "_pin_memory_fn", None)
-        if pin_fn is None and loader.pin_memory and torch.cuda.is_available():
-            pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)
+        if pin_fn is None and loader.pin_memory:
+            if torch.cuda.is_available():
+                pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)
+            else:  # as torch: say so, and yield the batches unpinned
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
+                              "found, then device pinned memory won't be used.", stacklevel=2)
         if pin_fn is not None:
             self.data_queue = queue.Queue()
             self.pin_done = threading.Event()

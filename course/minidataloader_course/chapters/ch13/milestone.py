@@ -80,6 +80,23 @@ def training_run(data, spec: dict) -> dict:
             "random numbers drawn afterwards": run.drawn_after}
 
 
+def pinned_as_it_is(data, spec: dict) -> dict:
+    """``pin_memory=True`` with no stand-in: on a machine without an accelerator torch warns
+    (a UserWarning) and yields the batches unpinned; with one, it yields them pinned."""
+    dataset = torch.utils.data.TensorDataset(torch.arange(24.0).reshape(12, 2),
+                                             torch.arange(12))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loader = data.DataLoader(dataset, batch_size=4, num_workers=2, pin_memory=True,
+                                 multiprocessing_context="fork")
+        batches = [[part.tolist() for part in batch] for batch in loader]
+        pinned = [all(part.is_pinned() for part in batch) for batch in loader]
+    about_pinning = sorted({w.category.__name__ for w in caught
+                            if "pin_memory" in str(w.message)})
+    return {"batches": batches, "each batch pinned": pinned,
+            "warnings about pin_memory (their category)": about_pinning}
+
+
 def describe(spec: dict) -> str:
     what = {"diabetes": "Run 1, chapter 1's diabetes network (the split, the weights and "
                         "the shuffles from the global generator)",
@@ -95,6 +112,16 @@ register_milestone(Milestone(
     goals={"ch13": (1, 6)},
     title="your DataLoader in the capstone's training runs",
     suites=[
+        Suite(name="pin_memory=True on this machine, as it is",
+              cases=lambda: [{"run": "pinned"}],
+              observe=pinned_as_it_is,
+              describe=lambda spec: (
+                  "DataLoader(12 samples of 2 floats and a label, batch_size=4, num_workers=2, "
+                  "pin_memory=True), no stand-in pin function; two epochs"),
+              time_limit=30.0,
+              hint="without an accelerator (torch.cuda.is_available() is False) nothing can be "
+                   "pinned: warn as torch does (a UserWarning naming 'pin_memory') and yield "
+                   "the batches as they are; with one, pin every batch"),
         Suite(name="Run 1: the diabetes network, loss for loss",
               cases=lambda: [{"run": "diabetes", "epochs": 3}],
               observe=training_run, describe=describe, time_limit=90.0, allowed=SPLITTING,
