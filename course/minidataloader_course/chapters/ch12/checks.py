@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import torch
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, get_worker_info
 
 from minidataloader_course.chapters.ch12 import solution as solutions
@@ -104,7 +105,9 @@ register(Exercise(
     forbidden=FINISHED_PIECE,
     expected_from="torch: `DistributedSampler`, `shuffle=False`",
     rules=(
-        Rule("pad from the start of `order` (several times over), or cut; deal positions like cards; `order` unchanged",
+        Rule("pad from the start of `order` (several times over), or cut; deal positions like cards",
+             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+        Rule("`order` unchanged: the caller still needs it",
              (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
     ),
     goals=(2,),
@@ -133,6 +136,9 @@ def _use_sampler(implementation, case: Case) -> dict:
         sampler.set_epoch(epoch)
         seen[f"after set_epoch({epoch})"] = take(iter(sampler), limit)
     seen["again, without calling set_epoch"] = take(iter(sampler), limit)
+    # Every rank must draw the same order whatever else it drew: never the global generator.
+    seen["the global RNG afterwards: torch.randint(1000, (3,))"] = (
+        torch.randint(1000, (3,)).tolist())
     return seen
 
 
@@ -148,6 +154,8 @@ register(Exercise(
     expected_from="torch: `DistributedSampler`, `shuffle=True`",
     rules=(
         Rule("a permutation from a new generator seeded with `seed + epoch`, then the rank's share; `len`; the same order without `set_epoch`",
+             (1, 2, 3, 4, 5, 6, 7, 8)),
+        Rule("never the global generator: it is as torch leaves it (compared afterwards)",
              (1, 2, 3, 4, 5, 6, 7, 8)),
     ),
     goals=(4,),
