@@ -16,6 +16,7 @@ the workbook gets both, an answer cell (``answer = None``) and ``check_answer(na
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Callable
@@ -127,6 +128,12 @@ class Prediction:
         if not problem:
             return Verdict(self.name, PASSED, f"{self.name}: right, the real run gives "
                            f"{short(expected, 60)}", got=short(answer, 60), hint=_MORE)
+        mix_up = type_mix_up(expected, answer)
+        if mix_up:
+            return Verdict(self.name, FAILED, f"{self.name}: {mix_up}", expected=short(expected),
+                           got=short(answer), problem="the value is right, its type is not",
+                           hint="write the answer as the real run gives it, then run both "
+                                "cells again", in_doubt="")
         known = tuple(answer) if isinstance(answer, list) else answer
         try:
             reason = self.mistakes.get(known)
@@ -158,6 +165,42 @@ def same_value(expected, got) -> str | None:
                 return f"item [{index}]: {problem}"
         return None
     return difference(expected, got)
+
+
+_WORDS = {bool: "the boolean", int: "the number", float: "the number", str: "the string",
+          list: "the list", tuple: "the tuple", set: "the set", frozenset: "the set",
+          dict: "the dict"}
+
+
+def _words(value) -> str:
+    return f"{_WORDS.get(type(value), 'the ' + type(value).__name__)} {short(value, 40)}"
+
+
+def type_mix_up(expected, answer) -> str | None:
+    """When ``answer`` is the right value in another type ("769" for 769, the list [1, 2]
+    for the set {1, 2}, 1 for True): a sentence that says so; else None. A verdict that only
+    shows both values ("you predicted '769', the real run gives 769") hides the problem."""
+    if same_value(expected, answer) is None:
+        return None
+    if isinstance(answer, str) and not isinstance(expected, str):
+        try:
+            converted = ast.literal_eval(answer.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    elif isinstance(expected, str) and not isinstance(answer, str):
+        converted = str(answer)
+    elif isinstance(expected, (list, tuple, set, frozenset)) and isinstance(
+            answer, (list, tuple, set, frozenset)):
+        converted = type(expected)(answer)
+    elif isinstance(expected, (bool, int, float)) and isinstance(answer, (bool, int, float)):
+        converted = expected if answer == expected else answer  # True == 1, never 2.5 for 2
+    else:
+        return None
+    try:
+        right = same_value(expected, converted) is None
+    except Exception:  # noqa: BLE001 - values that cannot be compared are no mix-up
+        return None
+    return f"the answer is {_words(answer)}; give {_words(expected)}" if right else None
 
 
 def _check_name(name: str) -> None:

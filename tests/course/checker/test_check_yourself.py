@@ -12,7 +12,7 @@ import pytest
 
 from minidataloader_course import Choice, Prediction, check_answer, questions, register
 from minidataloader_course.authoring import workbooks
-from minidataloader_course.checker.questions import same_value
+from minidataloader_course.checker.questions import same_value, type_mix_up
 
 ITEMS = questions()
 CHAPTERS_WITH_ITEMS = tuple(range(1, 15))  # every chapter has its items: 4 to 8 each
@@ -147,6 +147,19 @@ def test_an_unknown_item_says_what_it_knows():
 def test_a_prediction_is_judged_by_its_value():
     assert same_value(3, 3.0) is None and same_value([4, 3, 3], (4, 3, 3)) is None
     assert same_value(3, 4) and same_value([4, 3], [4, 3, 3]) and same_value(True, 1)
+
+
+def test_the_right_value_in_another_type_is_named_as_a_type_problem():
+    verdict = quietly(check_answer, "ch02-genfromtxt-rows", "769")
+    assert verdict.status == "failed", str(verdict)
+    assert "the answer is the string '769'; give the number 769" in verdict.summary, str(verdict)
+    assert "type" in verdict.problem and "in doubt" not in str(verdict)
+    assert type_mix_up([1, 2], {2, 1}) == "the answer is the set {1, 2}; give the list [1, 2]"
+    assert type_mix_up(True, 1) == "the answer is the number 1; give the boolean True"
+    assert type_mix_up("fork", 3) is None and type_mix_up(2, 2.5) is None
+    assert type_mix_up(2, "two") is None and type_mix_up(3, 3.0) is None  # 3.0 is accepted
+    wrong = quietly(check_answer, "ch02-genfromtxt-rows", "768")
+    assert "you predicted '768'" in wrong.summary  # a wrong value stays a wrong value
 
 
 def test_a_prediction_runs_the_real_thing_without_touching_the_learners_rng():
