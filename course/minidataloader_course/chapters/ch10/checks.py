@@ -754,6 +754,18 @@ def _classify_cases() -> list[Case]:
     add("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
         "79.1 GiB total capacity)",
         "the GPU ran out of memory in the training loop: not a loader failure, so 'unknown'")
+    # two categories' clues in one message: the statement's order decides
+    add("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory.\n\nThe above exception "
+        "was the direct cause of the following exception:\n\nRuntimeError: DataLoader worker "
+        "(pid(s) 4242) exited unexpectedly",
+        "a bus error, then 'exited unexpectedly': both clues are there, and 'shared memory' "
+        "comes before 'exited' in the statement's order")
+    add("RuntimeError: DataLoader worker (pid 5151) is killed by signal: Killed.\n\nThe above "
+        "exception was the direct cause of the following exception:\n\nRuntimeError: "
+        "DataLoader timed out after 30 seconds",
+        "SIGKILL and 'timed out' in one chain: 'timeout' comes before 'killed' in the "
+        "statement's order")
     return cases
 
 
@@ -773,9 +785,9 @@ register(Exercise(
         Rule("each category's clues, in both libraries' wordings, case included",
              (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
         Rule("the statement's order: the wrapper of a worker's exception first, CUDA's fork error before it",
-             (16, 17, 18, 19, 20, 21, 22, 23, 24)),
+             (16, 17, 18, 19, 20, 21, 22, 23, 24, 27, 28)),
         Rule("another signal is \"crashed\"; other errors \"unknown\"",
-             (25, 26)),
+             (5, 6, 7, 25, 26)),
     ),
     goals=(2, 5),
 ))

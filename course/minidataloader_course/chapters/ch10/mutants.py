@@ -80,6 +80,16 @@ MUTANTS = [
     m("classify_failure", "knows torch's wrapping of a worker's exception only",
       [('["in DataLoader worker process", "raised in DataLoader worker"]', '["in DataLoader worker process"]')],
       "whatever its own traceback says", breaks=2),
+    m("classify_failure", "checks the signals before the timeout and the open files",
+      [('    ("open files", ["Too many open files", "items of ancdata"]),\n'
+        '    ("timeout", ["timed out"]),\n', ''),
+       ('    ("exited", ["exited"]),\n', '    ("exited", ["exited"]),\n'
+        '    ("open files", ["Too many open files", "items of ancdata"]),\n'
+        '    ("timeout", ["timed out"]),\n')],
+      "the statement's order", breaks=2),
+    m("classify_failure", "knows no \"crashed\": any other signal is \"exited\"",
+      [('    ("crashed", ["killed by signal", "killed by SIG", "segmentation fault"]),\n', '')],
+      "crashed", breaks=3),
     m("classify_failure", "forgets CUDA in a forked worker",
       [('    ("cuda in fork", ["Cannot re-initialize CUDA in forked subprocess"]),\n', "")],
       "Check for it first", breaks=2),
