@@ -1,12 +1,14 @@
 """course/EXERCISES.md, made from the declarations: for every chapter, its learning goals (as
 the chapter states them) with what assesses each, and for every exercise the rules its
-statement states with the hidden cases that test each.
+statement states with the hidden cases that test each and the plausible wrong answers (the
+chapter's mutants) that break it.
 
     python -m minidataloader_course.authoring.tables           # write course/EXERCISES.md
     python -m minidataloader_course.authoring.tables --check   # fail if it is stale
 
 Nothing here is written by hand: a goal's assessments come from the ``goals`` of the
-exercises, items and milestones; a rule and its cases from the exercise's ``rules``.
+exercises, items and milestones; a rule and its cases from the exercise's ``rules``; the
+mistakes that break a rule from the mutants' ``breaks``.
 """
 
 from __future__ import annotations
@@ -63,16 +65,26 @@ def _cases(rule) -> str:
     return text + (f" ({rule.note})" if rule.note else "")
 
 
+def _mistakes(mistakes: list[str]) -> str:
+    """The mistakes as table text: a ``|`` would end the cell."""
+    return "; ".join(m.replace("|", "\\|") for m in mistakes) or "**none**"
+
+
 def tables() -> str:
     out = ["# Exercises: goals, rules and the cases that test them", "",
            "Made by `python -m minidataloader_course.authoring.tables` from the chapters' "
            "learning goals and the declarations in `course/minidataloader_course/chapters/"
-           "chNN/checks.py` (`rules`, `goals`) and `milestone.py`: never edit it by hand.", "",
+           "chNN/checks.py` (`rules`, `goals`), `mutants.py` (`breaks`: the plausible wrong "
+           "answers that break each rule, every one refused by the check) and `milestone.py`: "
+           "never edit it by hand.", "",
            "*Expected from*: **torch** means the check computes the expected values by running "
            "torch (the exercise's `oracle`), **reference** the model solution (where the rule is "
            "the book's own design or arithmetic). Delegation to torch's or the package's pieces "
            "is refused on every case; types are compared strictly on every case.", ""]
     exercises = catalog.exercises()
+    breaking: dict[tuple[str, int], list[str]] = {}
+    for mutant in catalog.mutants():
+        breaking.setdefault((mutant.exercise, mutant.breaks), []).append(mutant.mistake)
     for number in range(1, 15):
         title = chapter_pages(number)[0].read_text().split("\n# ", 1)[1].split("\n", 1)[0]
         title = re.sub(r"^\d+\.\s*", "", title)
@@ -81,13 +93,15 @@ def tables() -> str:
         found = assessments(number)
         for index, goal in enumerate(learning_goals(number), 1):
             out.append(f"| {goal} | {', '.join(found.get(index, [])) or '**nothing**'} |")
-        out += ["", "| exercise (expected from) | rule | cases |", "|---|---|---|"]
+        out += ["", "| exercise (expected from) | rule | cases | mistakes that break it |",
+                "|---|---|---|---|"]
         for name, exercise in exercises.items():
             if exercise.chapter != f"ch{number:02d}":
                 continue
-            for index, rule in enumerate(exercise.rules):
-                head = f"`{name}` ({exercise.expected_from})" if index == 0 else ""
-                out.append(f"| {head} | {rule.text} | {_cases(rule)} |")
+            for index, rule in enumerate(exercise.rules, 1):
+                head = f"`{name}` ({exercise.expected_from})" if index == 1 else ""
+                out.append(f"| {head} | {rule.text} | {_cases(rule)} | "
+                           f"{_mistakes(breaking.get((name, index), []))} |")
         out.append("")
     return "\n".join(out)
 

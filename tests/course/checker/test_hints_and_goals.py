@@ -21,6 +21,7 @@ import pytest
 
 from minidataloader_course import exercises
 from minidataloader_course.authoring import tables, workbooks
+from minidataloader_course.catalog import mutants
 from minidataloader_course.learner import reference_source
 
 FINISHED = tuple(range(1, 15))  # every chapter
@@ -133,6 +134,16 @@ def test_every_learning_goal_is_assessed(number):
 def test_the_goal_table_is_made_from_the_declarations():
     assert tables.TABLES.read_text() == tables.tables(), (
         "course/EXERCISES.md is stale: run `make workbooks`")
+
+
+def test_the_rule_table_names_the_mistakes_that_break_each_rule():
+    rows = tables.tables().splitlines()
+    known = exercises()
+    for mutant in mutants():
+        rule = known[mutant.exercise].rules[mutant.breaks - 1]
+        assert any(f"| {rule.text} |" in row and mutant.mistake.replace("|", "\\|") in
+                   row.rsplit(" | ", 1)[-1] for row in rows), (
+            f"{mutant.id}: not in the row of rule {mutant.breaks} ({rule.text!r})")
 
 
 def verdict_hints(exercise) -> str:
