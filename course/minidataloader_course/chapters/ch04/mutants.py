@@ -26,6 +26,15 @@ MUTANTS = [
       [("    if isinstance(elem, tuple) and hasattr(elem, \"_fields\"):  # a namedtuple\n"
         "        return type(elem)(*(default_collate(list(field)) for field in zip(*batch)))\n", "")],
       "a namedtuple keeps its type", breaks=7),
+    m("default_collate", "concatenates tensors instead of stacking them",
+      [("return torch.stack(batch)  # a new first dimension: the batch", "return torch.cat(batch)")],
+      "shape", breaks=1),
+    m("default_collate", "puts the strings in a numpy array",
+      [("return batch  # no tensor holds text: a list of the batch's strings", "return np.array(batch)")],
+      "list", breaks=4),
+    m("default_collate", "hands an unknown type back instead of raising TypeError",
+      [('raise TypeError(f"cannot collate samples of type {type(elem).__name__}")', "return batch")],
+      "TypeError", breaks=8),
     m("default_convert", "returns a plain dict for any mapping",
       [("        converted = copy.copy(data)  # the same type: a dict, an OrderedDict, ...\n"
         "        converted.update({key: default_convert(value) for key, value in data.items()})\n"
@@ -39,6 +48,9 @@ MUTANTS = [
       [("    if isinstance(data, np.ndarray) and data.dtype.kind in \"SUO\":\n"
         "        return data  # strings or objects: no tensor can hold them\n", "")],
       "array of strings", breaks=2),
+    m("default_convert", "turns Python numbers into tensors too",
+      [("(np.ndarray, np.bool_, np.number)", "(np.ndarray, np.bool_, np.number, int, float)")],
+      "left as they are", breaks=3),
     m("default_convert", "keeps tuples as tuples",
       [("    if isinstance(data, (tuple, list)):\n        return [default_convert(item) for item in data]",
         "    if isinstance(data, (tuple, list)):\n        return type(data)(default_convert(item) for item in data)")],
@@ -64,7 +76,7 @@ MUTANTS = [
         "        labels = self.labels[indices]\n"
         "        return list(zip(features, labels))  # still a list of (features, label) samples",
         "        return [self[i] for i in indices]")],
-      "calls while the loader made that batch", breaks=1),
+      "calls while the loader made that batch", breaks=2),
     m("FastTableDataset", "returns the two batch tensors, not a list of samples",
       [("return list(zip(features, labels))", "return features, labels")],
       "a list of (features, label) tuples", breaks=1),
