@@ -527,6 +527,16 @@ def after_first_batch(dataset, seen: dict, watch: set, epoch: int) -> None:
         seen["samples read after the first next()"] = when_idle(dataset.reads)
 
 
+def read_with(batches: list, sample: int) -> list[int] | str:
+    """The samples read by the process that read ``sample``, from described batches."""
+    readers = [tuple(batch[1]) for batch in batches
+               if isinstance(batch, tuple) and sample in batch[0]]
+    if not readers:
+        return f"(sample {sample} never came)"
+    return sorted(i for batch in batches if isinstance(batch, tuple) and tuple(batch[1]) ==
+                  readers[0] for i in batch[0])
+
+
 def global_draw() -> list[int]:
     return torch.randint(1000, (2,)).tolist()
 
@@ -559,6 +569,9 @@ def use_iterator(implementation, case: Case) -> dict:
         batches = one_epoch(iterator, readers, limit, stop_after,
                             functools.partial(after_first_batch, dataset, seen, watch, epoch),
                             errors="explain" if "errors" in watch else "go on")
+        if "held" in watch:  # sample 0 holds its worker up: who got the tasks meanwhile
+            seen[f"epoch {epoch + 1}: samples read by the worker that read sample 0"] = (
+                read_with(batches, 0))
         if "unordered" in watch:  # the order depends on timing; the content does not
             seen[f"epoch {epoch + 1}: the first batch is batch 0"] = batches[0][0][0] == 0
             batches = sorted(batch[0] for batch in batches)
@@ -579,7 +592,7 @@ def iterator_case(dataset: tuple, arguments: dict, hint: str, watch=("len",),
                   epochs=(None,), pin: bool = False) -> Case:
     """A case of the iterator's exercises. ``dataset``: ``("numbers", n, slow, bad, gated,
     fault)`` or ``("stream", n, shares)``; ``watch``: what to observe beyond the batches
-    ("len", "prefetch", "gate", "unordered"; "errors": an epoch ends at its first exception,
+    ("len", "prefetch", "gate", "unordered"; "held": the samples read by sample 0's worker; "errors": an epoch ends at its first exception,
     described; "del": the processes left once the iterator is deleted); ``epochs``: per
     epoch, None for all of it or the number of batches after which the loop breaks (epochs
     after the first start with ``_reset``)."""

@@ -303,6 +303,13 @@ def _iterator_cases() -> list[Case]:
         iterator_case(("numbers", 0), {"batch_size": 2, "num_workers": 2},
                       "an empty dataset: no task to send; the first next() raises StopIteration "
                       "and the workers are stopped"),
+        iterator_case(("numbers", 12, None, 0, (), "sleep"),
+                      {"batch_size": 1, "num_workers": 2, "prefetch_factor": 2,
+                       "in_order": False},
+                      "in_order=False: a task goes to the next worker in turn that has fewer "
+                      "than prefetch_factor tasks not yet handed out; while worker 0 is held up "
+                      "by sample 0 with 2 tasks, every new task goes to the other worker",
+                      watch=("unordered", "held")),
     ]
 
 
@@ -335,6 +342,8 @@ register(Exercise(
              (8,)),
         Rule("a worker's exception raised in its turn, after the next task is sent; the epoch goes on",
              (9,)),
+        Rule("`in_order=False`: a task only to a worker with fewer than `prefetch_factor` tasks not yet handed out",
+             (11,)),
     ),
     goals=(2, 6),
 ))

@@ -64,6 +64,11 @@ MUTANTS = [
     m("MultiProcessIterator", "hands the batches out as they arrive, in_order or not",
       [("if number == self.next_number or not self.loader.in_order:", "if True:")],
       "in order", breaks=1),
+    m("MultiProcessIterator", "deals round robin with in_order=False too, however busy the worker",
+      [("            if self.loader.in_order or self.tasks[worker_id] < self.loader.prefetch_factor:\n"
+        "                break  # out of order, a worker takes a task only when it has room\n",
+        "            break\n")],
+      "fewer than prefetch_factor tasks", breaks=9),
     m("MultiProcessIterator", "leaves the workers running at the end of the epoch",
       [("                self._shutdown()\n                raise StopIteration",
         "                raise StopIteration")],

@@ -1,10 +1,13 @@
 """Milestone 7: the learner's ``DataLoader`` with worker processes is torch's: the same
 batches, and in every worker the same seeds and random draws, with 1 to 3 workers started
-with fork and with spawn, in order and with ``in_order=False``."""
+with fork (or the start method chosen: ``--start-method``) and with spawn, in order and with
+``in_order=False``."""
 
 from __future__ import annotations
 
+import multiprocessing
 import random
+import time
 import warnings
 
 import torch
@@ -19,13 +22,23 @@ from minidataloader_course.checker.milestone_data import (
 from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
 
 CONFIGURATIONS = 24
+SLOW_START_CONFIGURATIONS = 6  # spawn and forkserver: seconds per worker, not milliseconds
 
 
-def worker_configuration(rng: random.Random) -> dict:
-    """A loader configuration with workers (fork), as plain data."""
+def start_method() -> str:
+    """How the configurations' workers start: the start method chosen for this process
+    (``--start-method``, ``multiprocessing.set_start_method``), else fork where there is."""
+    chosen = multiprocessing.get_start_method(allow_none=True)
+    if chosen is None and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return chosen or multiprocessing.get_start_method()
+
+
+def worker_configuration(rng: random.Random, method: str = "fork") -> dict:
+    """A loader configuration with workers started with ``method``, as plain data."""
     size = rng.choice([0, 1, 7, 16, 23])
     kind = rng.choice(["map", "batched", "stream", "sharded"])
-    arguments: dict = {"num_workers": rng.choice([1, 2, 3]), "multiprocessing_context": "fork",
+    arguments: dict = {"num_workers": rng.choice([1, 2, 3]), "multiprocessing_context": method,
                        "batch_size": rng.choice([None, 1, 3, 5])}
     if arguments["batch_size"] is not None:
         arguments["drop_last"] = rng.random() < 0.3
@@ -45,8 +58,12 @@ def worker_configuration(rng: random.Random) -> dict:
 
 
 def configurations() -> list[dict]:
+    """The configurations, their workers started as this process starts them: all of them
+    with fork, the first few with a start method that takes seconds per worker."""
     rng = random.Random(7)
-    return [worker_configuration(rng) for _ in range(CONFIGURATIONS)]
+    method = start_method()
+    made = [worker_configuration(rng, method) for _ in range(CONFIGURATIONS)]
+    return made if method == "fork" else made[:SLOW_START_CONFIGURATIONS]
 
 
 def unordered_configurations() -> list[dict]:
@@ -111,6 +128,49 @@ def unordered_epochs(data, spec: dict) -> dict:
     return seen
 
 
+class HeldUp:
+    """Sample ``i`` is ``(i, the id of the worker that read it)``; sample 0 takes a second,
+    holding its worker up while the others read on."""
+
+    def __init__(self, n: int, info=None):
+        self.n, self.info = n, info
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        if index == 0:
+            time.sleep(1.0)
+        info = self.info() if self.info is not None else None
+        return index, -1 if info is None else info.id
+
+    def __repr__(self):
+        return f"{self.n} samples (i, worker id), sample 0 taking a second"
+
+
+def held_up_worker(data, spec: dict) -> dict:
+    """``in_order=False``: a worker takes a task only while it holds fewer than
+    ``prefetch_factor``; the worker held up by sample 0 reads no more than its first tasks.
+    Which of the others reads what depends on timing, and is not compared."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loader = data.DataLoader(HeldUp(spec["size"], data.get_worker_info), batch_size=1,
+                                 num_workers=spec["num_workers"], in_order=False,
+                                 prefetch_factor=spec["prefetch_factor"],
+                                 multiprocessing_context="fork")
+    pairs = [(batch[0].item(), batch[1].item()) for batch in take(iter(loader), 2 * spec["size"])]
+    held = dict(pairs).get(0)
+    return {"its samples": sorted(i for i, _ in pairs),
+            "samples read by the worker that read sample 0": sorted(
+                i for i, worker in pairs if worker == held)}
+
+
+def describe_held_up(spec: dict) -> str:
+    return (f"DataLoader({HeldUp(spec['size'])!r}, batch_size=1, num_workers="
+            f"{spec['num_workers']}, prefetch_factor={spec['prefetch_factor']}, "
+            "in_order=False); one epoch")
+
+
 def batch_zero_first(data, spec: dict) -> dict:
     """Whether batch 0 is handed out as soon as it arrives: batch 1's samples wait for it
     (half a second at most), and say whether they had to wait in vain."""
@@ -153,7 +213,7 @@ register_milestone(Milestone(
     goals={"ch06": (4, 5, 6), "ch07": (6,)},
     title="your DataLoader with worker processes",
     suites=[
-        Suite(name=f"{CONFIGURATIONS} configurations with workers (fork)",
+        Suite(name="configurations with workers, started with the start method in use",
               cases=configurations, observe=epochs_with_workers, describe=describe,
               time_limit=60.0,
               hint="compare with torch on this configuration: which worker gets which batch "
@@ -169,6 +229,13 @@ register_milestone(Milestone(
               describe=describe, time_limit=30.0,
               hint="with in_order=False batches are handed out as they arrive; every sample "
                    "still comes once, and every worker is seeded as with in_order=True"),
+        Suite(name="in_order=False: a held-up worker gets no more tasks",
+              cases=lambda: [{"size": 12, "num_workers": 2, "prefetch_factor": 2},
+                             {"size": 12, "num_workers": 3, "prefetch_factor": 1}],
+              observe=held_up_worker, describe=describe_held_up, time_limit=20.0,
+              hint="with in_order=False a task goes to the next worker in turn that holds "
+                   "fewer than prefetch_factor tasks not yet handed out (with a stream, its "
+                   "share of them): the worker held up by sample 0 gets no more"),
         Suite(name="workers started with spawn", cases=spawned_configurations,
               observe=epochs_with_workers, describe=describe, time_limit=60.0,
               hint="a spawned worker imports what it runs: your package (its folder is on "

@@ -21,6 +21,7 @@ from minidataloader_course.chapters.multiprocess_cases import (
     more_workers_than_cpus_is_fine,
     one_epoch,
     run_worker,
+    start_thread,
     tasks_text,
     use_iterator,
     workers_for_a_check,
@@ -82,6 +83,41 @@ def _label(message) -> str:
     return repr(message)
 
 
+DEAD_WAIT_S = 2.0
+
+
+def _with_a_dead_worker(implementation, pool: ToyPool, dead: int) -> dict:
+    """The handshake run in a thread, worker ``dead`` ended: it must raise RuntimeError, not
+    wait for an acknowledgement that cannot come."""
+    pool.stop_worker(dead)
+    thread, outcome = start_thread(implementation, (pool.index_queues, pool.result_queue,
+                                                    pool.workers), name="handshake")
+    thread.join(DEAD_WAIT_S)  # a thread still waiting is left behind: it is a daemon
+    if thread.is_alive():
+        return {"within 2 s, resume_workers": "was still waiting for an acknowledgement"}
+    raised = outcome.get("raised")
+    # NotImplementedError is a RuntimeError too: a stub's, not an answer
+    if isinstance(raised, RuntimeError) and not isinstance(raised, NotImplementedError):
+        return {"within 2 s, resume_workers": "raised RuntimeError"}
+    if "raised" in outcome:  # anything else is the outcome, as in every case
+        raise outcome["raised"]
+    return {"within 2 s, resume_workers": "returned"}
+
+
+def _task_text(task) -> str:
+    if isinstance(task, type):  # a ToyPool answers it, a real worker could not
+        return f"the class {task.__name__} itself, not an instance {task.__name__}()"
+    return "Resume()" if type(task).__name__ == "Resume" else repr(task)
+
+
+def _recording(put, record: list):
+    def recorded_put(item, *args, **kwargs):
+        record.append(_task_text(item))
+        return put(item, *args, **kwargs)
+
+    return recorded_put
+
+
 def _use_resume(implementation, case: Case) -> dict:
     """The reader's handshake on a ToyPool (threads), whose workers acknowledge any Resume,
     the reader's own included."""
@@ -90,7 +126,16 @@ def _use_resume(implementation, case: Case) -> dict:
     try:
         tasks = 2 * workers  # prefetch_factor=2: two batches in flight per worker
         received = interrupted_epoch(pool, tasks)
-        dropped = implementation(pool.index_queues, pool.result_queue)
+        if case.inputs.get("dead") is not None:
+            return _with_a_dead_worker(implementation, pool, case.inputs["dead"])
+        sent = [[] for _ in pool.index_queues]
+        for index_queue, record in zip(pool.index_queues, sent):
+            index_queue.put = _recording(index_queue.put, record)
+        try:
+            dropped = implementation(pool.index_queues, pool.result_queue, pool.workers)
+        finally:
+            for index_queue in pool.index_queues:
+                del index_queue.put  # the queue's own put again
         old = {f"epoch 0, batch {b}" for b in range(tasks)} - {_label(m) for m in received}
         returned = [_label(m) for m in dropped] if isinstance(dropped, (list, tuple)) else []
         for batch in range(workers):  # the new epoch's first round of tasks
@@ -104,6 +149,7 @@ def _use_resume(implementation, case: Case) -> dict:
     finally:
         pool.close()
     return {
+        "put on each worker's index queue": sent,
         "what it returned is a": type(dropped).__name__,
         "stale batches it did not return": sorted(old - set(returned)),
         "what else it returned": sorted(label for label in returned if label not in old),
@@ -111,22 +157,36 @@ def _use_resume(implementation, case: Case) -> dict:
     }
 
 
+def _resume_cases() -> list[Case]:
+    cases = [Case({"num_workers": w},
+                  description=f"a ToyPool of {w} worker(s), epoch 0 left after its first "
+                              f"result with {2 * w} batches dispatched, the last one slow to "
+                              "fetch")
+             for w in (1, 2, 3)]
+    cases.append(Case({"num_workers": 2, "dead": 1},
+                      description="a ToyPool of 2 workers, epoch 0 left after its first result "
+                                  "with 4 batches dispatched; worker 1 ended (died) before the "
+                                  "handshake",
+                      hint="a dead worker never acknowledges: wait for each message with "
+                           "result_queue.get(timeout=0.1), and each time the wait times out, "
+                           "raise RuntimeError if one of the workers is not is_alive()"))
+    return cases
+
+
 register(Exercise(
     reference=solutions.resume_workers,
-    cases=lambda: [Case({"num_workers": w},
-                        description=f"a ToyPool of {w} worker(s), epoch 0 left after its first "
-                                    f"result with {2 * w} batches dispatched, the last one "
-                                    "slow to fetch")
-                   for w in (1, 2, 3)],
+    cases=_resume_cases,
     run=_use_resume,
     hint=("put a Resume() in every index queue, then take messages from the result queue "
           "until one acknowledgement (Resume(), worker_id) per worker has come: everything "
           "else you take on the way is a stale batch, to return in a list"),
-    time_limit=3.0,
+    time_limit=4.0,
     piece="dataloader.resume_workers",
     rules=(
         Rule("a `Resume()` per worker; messages until every acknowledgement; the stale batches returned in a list; the next epoch sees none of them",
              (1, 2, 3)),
+        Rule("a dead worker: `RuntimeError` within a second or so, never a wait for ever",
+             (4,)),
     ),
     goals=(3,),
 ))

@@ -58,6 +58,12 @@ class ToyPool:
         """The next message on the result queue (``queue.Empty`` after ``timeout``)."""
         return self.result_queue.get(timeout=timeout)
 
+    def stop_worker(self, worker_id: int) -> None:
+        """Worker ``worker_id`` ends once it has done its tasks, as a worker process that
+        died would: it answers nothing more, and ``is_alive()`` says so."""
+        self.index_queues[worker_id].put(None)
+        self.workers[worker_id].join(timeout=5.0)
+
     def close(self) -> None:
         for index_queue in self.index_queues:
             index_queue.put(None)

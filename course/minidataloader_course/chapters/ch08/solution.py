@@ -7,6 +7,7 @@ new epoch, and the loader that keeps one iterator when its workers persist.
 
 import itertools
 import multiprocessing
+import queue
 import random
 
 import numpy as np
@@ -34,13 +35,19 @@ def startup_seconds(epochs, start_s, persistent, resume_s=0.0):
     return epochs * start_s  # new workers every epoch
 
 
-def resume_workers(index_queues, result_queue):
+def resume_workers(index_queues, result_queue, workers):
     for index_queue in index_queues:
         index_queue.put(Resume())  # behind all the worker has to do
     stale = []
     acknowledged = 0
     while acknowledged < len(index_queues):
-        message = result_queue.get()
+        try:
+            message = result_queue.get(timeout=0.1)  # wake up to see who is alive
+        except queue.Empty:
+            dead = [w for w, worker in enumerate(workers) if not worker.is_alive()]
+            if dead:  # its acknowledgement will never come
+                raise RuntimeError(f"worker(s) {dead} exited unexpectedly") from None
+            continue
         if isinstance(message[0], Resume):
             acknowledged += 1  # nothing old can follow it
         else:
@@ -120,7 +127,7 @@ class MultiProcessIterator(ch07.MultiProcessIterator):
         self.active = [True] * self.num_workers
         self.turn = itertools.cycle(range(self.num_workers))
         if not first_iter:  # what the last epoch left in flight must not reach this one
-            resume_workers(self.index_queues, self.result_queue)
+            resume_workers(self.index_queues, self.result_queue, self.workers)
         for _ in range(loader.prefetch_factor * self.num_workers):
             self._dispatch()
 

@@ -119,7 +119,7 @@ class MultiProcessIterator(ch08.MultiProcessIterator):
         self.active = [True] * self.num_workers
         self.turn = itertools.cycle(range(self.num_workers))
         if not first_iter:  # the acknowledgements come through the pin thread too
-            resume_workers(self.index_queues, self.data_queue)
+            resume_workers(self.index_queues, self.data_queue, self.workers)
         for _ in range(loader.prefetch_factor * self.num_workers):
             self._dispatch()
 

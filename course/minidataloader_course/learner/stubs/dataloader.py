@@ -86,8 +86,8 @@ class MultiProcessIterator:
 
 
 # >>> piece: resume_workers (chapter 8)
-def resume_workers(index_queues, result_queue):
-    raise NotImplementedError  # a Resume() to every worker; the stale messages, until all answer
+def resume_workers(index_queues, result_queue, workers):
+    raise NotImplementedError  # Resume() to each; the stale messages; RuntimeError if one died
 # <<< piece: resume_workers
 
 
