@@ -68,11 +68,11 @@ MUTANTS = [
         "                generator=self.loader.generator).item()\n"
         "        return self.fetcher.fetch(next(self.indices))")],
       "draws random_ (1 int64 number) from torch (global) between the marks "
-      "«SingleProcessIterator(loader) made» and «the first next()»", "open Hint 1", breaks=1),
+      "«SingleProcessIterator(loader) made» and «the first next()»", "open Hint 1", breaks=2),
     m("SingleProcessIterator", "draws no base seed",
       [("        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "            generator=loader.generator).item()\n", "")],
-      "does not draw random_ (1 int64 number) from torch (global)", breaks=1),
+      "does not draw random_ (1 int64 number) from torch (global)", breaks=2),
     m("SingleProcessIterator", "collates with its own default_collate, not the loader's collate_fn",
       [("loader.collate_fn, loader.drop_last)", "default_collate, loader.drop_last)")],
       "the loader's collate_fn", breaks=4),
