@@ -55,6 +55,12 @@ def _verdict_cases() -> list[Case]:
                      _row("epoch-start-fresh", 0.4, 0.41)), 0.1,
              "use each workload's name as the key, and the words exactly: "
              "'minidataloader faster', 'torch faster' or 'a tie'"),
+        case(_report(_row("io-w2", 0.905, 1.0)), 0.1,
+             "a ratio of 0.905 is below 1 / (1 + noise) = 0.909, though above 1 - noise = 0.9: "
+             "torch faster. The thresholds are not symmetric around 1"),
+        case(_report({**_row("tiny-w4", 0.2, 0.1), "speed_ratio": 1.0}), 0.1,
+             "the row's stored speed_ratio (1.0) disagrees with its times: compute the ratio "
+             "from torch_s and mini_s"),
     ]
 
 
@@ -70,6 +76,10 @@ register(Exercise(
              (2, 3, 4)),
         Rule("no workloads",
              (5,)),
+        Rule("the thresholds are not symmetric around 1: `1 / (1 + noise)`, not `1 - noise`",
+             (7,)),
+        Rule("the ratio computed from the times, not read from a stored `speed_ratio`",
+             (8,)),
     ),
     goals=(1,),
 ))
@@ -152,6 +162,16 @@ def _wait_cases() -> list[Case]:
              "does not count)"),
         case(_events((1000, 1000, 1001), (3000, 3000, 3001), end=4000),
              "the result is in seconds, not nanoseconds: divide by 1e9"),
+        case([{"event": "epoch_start", "t_ns": 0},
+              {"event": "yielded", "batch": 0, "t_ns": 10_000_000},
+              {"event": "yielded", "batch": 1, "t_ns": 20_000_000},
+              {"event": "step_start", "batch": 1, "t_ns": 20_000_000},
+              {"event": "step_end", "batch": 1, "t_ns": 30_000_000},
+              {"event": "yielded", "batch": 2, "t_ns": 45_000_000},
+              {"event": "epoch_end", "t_ns": 50_000_000}],
+             "a wait ends at the yielded that answers it: the loop took batch 0 and asked "
+             "again without a step, so batch 1's yielded ends no wait (forget the time the "
+             "loop became free once it is counted): 0.010 + 0.015 s"),
     ]
 
 
@@ -167,6 +187,9 @@ register(Exercise(
              (1, 2, 3, 5)),
         Rule("no batch",
              (4,)),
+        Rule("each wait counted once: a `yielded` with no `epoch_start` or `step_end` since "
+             "the last one ends no wait",
+             (6,)),
     ),
     goals=(6,),
 ))
