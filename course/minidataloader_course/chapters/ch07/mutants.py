@@ -33,6 +33,10 @@ MUTANTS = [
     m("count_duplicate_augmentations", "rounds before comparing",
       [("key = tuple(params)", "key = tuple(round(p, 6) for p in params)")],
       "compare exactly", breaks=2),
+    m("ShardedStream", "forgets that there may be no worker",
+      [("        if info is None:  # no workers: the main process reads all\n"
+        "            return iter(self.items)\n", "")],
+      "get_worker_info() is None", breaks=1),
     m("ShardedStream", "gives every worker every item",
       [("return iter(self.items[info.id::info.num_workers])", "return iter(self.items)")],
       "worker 0 reads items 0, 3, 6, 9", breaks=2),
