@@ -66,6 +66,19 @@ MUTANTS = [
         "        if not first_iter:\n"
         "            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)\n")],
       "the base seed is drawn once", breaks=1),
+    m("MultiProcessIterator, persistent", "sends None to a worker whose stream ended, persistent or not",
+      [("                if not self.loader.persistent_workers:  # persistent: it stays for _reset\n"
+        "                    self.index_queues[data.worker_id].put(None)\n",
+        "                self.index_queues[data.worker_id].put(None)\n")],
+      "do not send it None", breaks=3),
+    m("MultiProcessIterator, persistent", "never stops the workers at the end of an epoch",
+      [("                if not self.loader.persistent_workers:  # persistent: they wait for _reset\n"
+        "                    self._shutdown()\n", "")],
+      "the end of the epoch still stops them", breaks=4),
+    m("DataLoader, persistent", "keeps its iterator without persistent workers too",
+      [("        if not self.persistent_workers:\n"
+        "            return MultiProcessIterator(self)  # new workers every epoch\n", "")],
+      "every iter() makes a new iterator", breaks=2),
     m("DataLoader, persistent", "makes a new iterator every epoch anyway",
       [('if getattr(self, "_iterator", None) is None:', "if True:")],
       "the same iterator", breaks=1),
