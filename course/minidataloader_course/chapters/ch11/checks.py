@@ -344,6 +344,10 @@ def _use_budget_sampler(implementation, case: Case) -> dict:
         seen["the batches in a random order, not sorted by length"] = (
             longest not in (sorted(longest), sorted(longest, reverse=True)))
         seen["another order in the next epoch"] = first != second
+        # without the shuffle before sorting, samples of equal length always meet in the
+        # same batches: only the order of the batches would change
+        seen["other batches in the next epoch (equal lengths shuffled before sorting)"] = (
+            sorted(map(sorted, first)) != sorted(map(sorted, second)))
     if seed is None:
         seen["torch.manual_seed(0) first: the same batches again"] = first == twin
     else:
@@ -377,6 +381,8 @@ register(Exercise(
              (7,)),
         Rule("a sample longer than `max_tokens`: `ValueError`",
              (6,)),
+        Rule("shuffled before sorting: samples of equal length meet in other batches each epoch",
+             (1, 7)),
     ),
     goals=(7,),
 ))
