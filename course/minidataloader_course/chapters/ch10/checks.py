@@ -436,8 +436,14 @@ def _escaped(implementation, escaped, *args) -> None:
     or None when it returned."""
     try:
         implementation(*args)
-    except BaseException as error:  # noqa: BLE001 - what Process._bootstrap would print
-        escaped.put(type(error).__name__)
+    except KeyboardInterrupt:  # what Process._bootstrap would print a traceback of
+        escaped.put("KeyboardInterrupt")
+        return
+    except BaseException as error:  # noqa: BLE001 - re-raised in the checking process
+        try:
+            escaped.put(pickle.dumps(error))
+        except Exception:
+            escaped.put(pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}")))
         return
     escaped.put(None)
 
@@ -456,11 +462,19 @@ def _interrupted(implementation, arguments) -> dict:
         served = result_queue.get(timeout=5.0)[0] == 0  # it is in its loop now
     except queue.Empty:
         served = False
-    os.kill(worker.pid, signal.SIGINT)
     try:
-        what = escaped.get(timeout=5.0)
+        what = escaped.get(timeout=0.1) if not served else None  # it raised before serving?
     except queue.Empty:
-        what = "(nothing: it was still running 5 s after SIGINT)"
+        what = None
+    if what is None:
+        os.kill(worker.pid, signal.SIGINT)
+        try:
+            what = escaped.get(timeout=5.0)
+        except queue.Empty:
+            what = "(nothing: it was still running 5 s after SIGINT)"
+    if isinstance(what, bytes):
+        worker.join(1.0)
+        raise pickle.loads(what)  # an error of its own, not the interrupt: the outcome
     worker.join(1.0)
     if worker.is_alive():
         worker.kill()
