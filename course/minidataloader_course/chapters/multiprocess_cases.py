@@ -33,7 +33,6 @@ import torch.utils.data._utils.worker as torch_worker
 from torch.utils.data import Dataset, IterableDataset
 
 from minidataloader_course.checker.framework import Case, TooManyItems
-from minidataloader_course.learner.package import PACKAGE
 from minidataloader_course.shared.processes import children
 
 WORKER_PIECES = ("minidataloader.worker._worker_loop",
@@ -336,8 +335,8 @@ def worker_module_of(implementation) -> str | None:
 
 def _namespaces(implementation):
     """Where the names a learner's piece uses are found: its functions' globals (a notebook
-    cell's ``__main__``, which need not be ``sys.modules["__main__"]``), the module it says
-    it comes from, then the learner's package's ``worker``."""
+    cell's ``__main__``, which need not be ``sys.modules["__main__"]``), then the module it
+    says it comes from."""
     functions = [implementation]
     if isinstance(implementation, type):
         functions = [f for cls in implementation.__mro__ for f in vars(cls).values()
@@ -346,15 +345,15 @@ def _namespaces(implementation):
         names = getattr(function, "__globals__", None)
         if names is not None:
             yield names
-    for module in (getattr(implementation, "__module__", None), f"{PACKAGE}.worker"):
-        if module in sys.modules:
-            yield vars(sys.modules[module])
+    module = getattr(implementation, "__module__", None)
+    if module in sys.modules:
+        yield vars(sys.modules[module])
 
 
 def message_class(implementation, name: str) -> type:
     """The class ``name`` (``Resume``, ``StreamEnded``) that the learner's piece knows: its
     own, wherever the piece was written (a ``%%piece`` cell, a module, a notebook cell),
-    else the one of the learner's package, else the course's (that of the stub's
+    else the course's (that of the stub's
     ``worker.py``). The messages are compared by their class's name (``describe_message``),
     so a class of the learner's own counts as theirs."""
     for names in _namespaces(implementation):

@@ -100,7 +100,8 @@ WORDING = {
     Outcome.ENDLESS: Wording(FAILED, _CASES_RIGHT, "{problem}", "{case_hint}", shows_values=True),
     Outcome.MUTATED: Wording(
         FAILED, _CASES_RIGHT, "{problem}",
-        "the loader reads the same data again every epoch: it must not change"),
+        "whoever called your code still holds that object and may use it again: it must not "
+        "change"),
     Outcome.UNFINISHED: Wording(
         FAILED, _CASES_RIGHT, "{problem}",
         "part of your code still raises NotImplementedError: finish that part"),
