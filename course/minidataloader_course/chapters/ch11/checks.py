@@ -305,6 +305,12 @@ def _budget_cases() -> list[Case]:
              "without a generator, shuffle with torch's global generator: a script that calls "
              "torch.manual_seed gets the same batches every time",
              description="200 lengths, max_tokens=1024, no generator"),
+        case([rng.randint(1, 40) for _ in range(30)], 96, 6,
+             "len(sampler) draws nothing: counting the batches by running an epoch draws "
+             "from the generator, and the next epoch then gets other batches. Count them "
+             "from the lengths alone",
+             description="30 lengths from 1 to 40 tokens, max_tokens=96, generator seeded "
+                         "with 6; len(sampler) asked between the two epochs"),
     ]
 
 
@@ -348,8 +354,22 @@ def _use_budget_sampler(implementation, case: Case) -> dict:
         # same batches: only the order of the batches would change
         seen["other batches in the next epoch (equal lengths shuffled before sorting)"] = (
             sorted(map(sorted, first)) != sorted(map(sorted, second)))
+    if case.description.endswith("between the two epochs"):
+        # a len() that runs an epoch to count its batches moves the generator on
+        generators = [torch.Generator().manual_seed(seed) for _ in range(2)]
+        without, counted = (implementation(lengths, max_tokens, generator=generator)
+                            for generator in generators)
+        take(without, n + 1), take(counted, n + 1)
+        len(counted)
+        seen["the second epoch with len(sampler) asked before it, as without"] = (
+            take(counted, n + 1) == take(without, n + 1))
+        seen["the generator's state afterwards, as without len(sampler)"] = torch.equal(
+            generators[1].get_state(), generators[0].get_state())
     if seed is None:
         seen["torch.manual_seed(0) first: the same batches again"] = first == twin
+        torch.manual_seed(1)
+        seen["torch.manual_seed(1) instead: other batches"] = (
+            take(sampler(lengths), n + 1) != first)
     else:
         seen["the same batches from a generator seeded alike"] = first == twin
         seen["the global RNG afterwards: torch.randint(1000, (3,))"] = (
@@ -383,6 +403,8 @@ register(Exercise(
              (6,)),
         Rule("shuffled before sorting: samples of equal length meet in other batches each epoch",
              (1, 7)),
+        Rule("`len` draws nothing: the next epoch's batches and the generator's state as without it",
+             (8,)),
     ),
     goals=(7,),
 ))

@@ -90,4 +90,12 @@ MUTANTS = [
       [("return len(self._fill(sorted(range(len(self.lengths)), key=lambda i: self.lengths[i])))",
         "return len(self.lengths)")],
       "len(sampler)", breaks=3),
+    m("TokenBudgetBatchSampler", "counts the batches in len() by running an epoch",
+      [("return len(self._fill(sorted(range(len(self.lengths)), key=lambda i: self.lengths[i])))",
+        "return sum(1 for _ in self)")],
+      "len(sampler) draws nothing", breaks=9),
+    m("TokenBudgetBatchSampler", "makes a generator of its own when none is given",
+      [("        self.generator = generator\n",
+        "        self.generator = generator if generator is not None else torch.Generator()\n")],
+      "torch's global generator", breaks=6),
 ]
