@@ -540,6 +540,35 @@ def global_draw() -> list[int]:
     return torch.randint(1000, (2,)).tolist()
 
 
+def _free_the_copy(iterator) -> None:
+    """The forked process's target: what Python runs there when its copy of the iterator is
+    freed (say, by a garbage collection that finds it in a cycle): the copy's ``__del__``.
+    What that raises stays here: the case observes what it did to the owner's workers."""
+    finalizer = getattr(type(iterator), "__del__", None)
+    if finalizer is None:
+        return
+    with contextlib.suppress(Exception):  # e.g. Process.is_alive: "can only test a child"
+        finalizer(iterator)
+
+
+def free_a_forked_copy(iterator, implementation, running_before: set) -> int | str:
+    """A process forked while the iterator is alive (as a worker is) frees its copy of it;
+    then, how many worker processes the owner still has. torch's copies are never freed
+    (its workers leave through ``os._exit``, which frees nothing), so torch's iterator is
+    observed without the copy's ``__del__``: its epoch is what a guarded one must give."""
+    if not HAS_FORK:
+        return "(not run: this platform cannot fork)"
+    if implementation is not TorchIterator:
+        holder = multiprocessing.get_context("fork").Process(
+            target=_free_the_copy, args=(iterator,), daemon=True)
+        holder.start()
+        holder.join(5.0)
+        if holder.is_alive():  # a __del__ that hangs there: not what the case observes
+            holder.kill()
+            holder.join()
+    return len(set(children()) - running_before)
+
+
 def use_iterator(implementation, case: Case) -> dict:
     """What a user observes of an iterator made from a finished loader: see ``iterator_case``."""
     spec = case.inputs
@@ -558,6 +587,9 @@ def use_iterator(implementation, case: Case) -> dict:
             "len(iterator)": len(iterator) if "len" in watch else "(not compared)"}
     if "prefetch" in watch:
         seen["samples read before the first next()"] = when_idle(dataset.reads)
+    if "forked copy" in watch:
+        seen["worker processes running after a forked process freed its copy"] = (
+            free_a_forked_copy(iterator, implementation, running_before))
     limit = 3 * max(len(dataset), 1) + 3
     if isinstance(dataset, Numbers):
         dataset.epoch_started.set()
@@ -592,7 +624,8 @@ def iterator_case(dataset: tuple, arguments: dict, hint: str, watch=("len",),
     """A case of the iterator's exercises. ``dataset``: ``("numbers", n, slow, bad, gated,
     fault)`` or ``("stream", n, shares)``; ``watch``: what to observe beyond the batches
     ("len", "prefetch", "gate", "unordered"; "held": the samples read by sample 0's worker; "errors": an epoch ends at its first exception,
-    described; "del": the processes left once the iterator is deleted); ``epochs``: per
+    described; "del": the processes left once the iterator is deleted; "forked copy": before
+    the epoch, a forked process frees its copy of the iterator); ``epochs``: per
     epoch, None for all of it or the number of batches after which the loop breaks (epochs
     after the first start with ``_reset``)."""
     shown = [f"{name}={f'torch.Generator().manual_seed({value})' if name == 'generator' else value!r}"

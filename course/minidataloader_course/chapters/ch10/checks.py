@@ -616,7 +616,19 @@ def _guarded_iterator_cases() -> list[Case]:
         iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
                       "a whole epoch: the workers are shut down at its end, and __del__ later "
                       "does nothing more", watch=("len", "del")),
+        _a_forked_copy(iterator_case(
+            ("numbers", 12), {"batch_size": 2, "num_workers": 2},
+            "only the owner shuts down: a process forked while the iterator is alive (a "
+            "worker is one) holds a copy of it, and may free it; here the copy's __del__ "
+            "stopped your workers. Note os.getpid() in __init__, and let only that process "
+            "shut down", watch=("len", "forked copy", "errors"))),
     ]
+
+
+def _a_forked_copy(case: Case) -> Case:
+    case.description += (" (before the first next(), a process forked from this one frees "
+                         "its copy of the iterator: its __del__ runs there)")
+    return case
 
 
 register(Exercise(
@@ -643,6 +655,8 @@ register(Exercise(
              (5,)),
         Rule("the end of an epoch: shut down once",
              (6,)),
+        Rule("only the owner: a copy freed in a forked process shuts nothing down",
+             (7,)),
     ),
     goals=(9,),
 ))

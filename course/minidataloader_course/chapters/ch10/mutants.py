@@ -81,6 +81,9 @@ MUTANTS = [
       [("    except KeyboardInterrupt:  # Ctrl-C reached every process: the main process reports it\n"
         "        pass\n", "    finally:\n        pass\n")],
       "except KeyboardInterrupt", breaks=4),
+    m("MultiProcessIterator, guarded", "lets any process shut down, a forked copy's too",
+      [("if self.shut_down or os.getpid() != self.owner:", "if self.shut_down:")],
+      "only the owner shuts down", breaks=6),
     m("MultiProcessIterator, guarded", "raises the WorkerError itself",
       [("        if isinstance(data, WorkerError):  # raised as the type it had in the worker\n"
         "            raise rebuild_exception(data.exc_type, data.message)\n", "")],
