@@ -168,14 +168,16 @@ def _sampler_cases() -> list[Case]:
         case("in memory", 8, 3, 3, "save the generator's state (generator.get_state()) and put "
              "it back (generator.set_state(...)): its permutations depend on how much it has "
              "drawn"),
+        # before "a snapshot", whose original also runs on after state_dict(): a state_dict()
+        # that draws fails here first, with the hint that names its mistake
+        case("changes nothing", 9, 5, 2, "state_dict() changes nothing: the sampler's next "
+             "epochs are those it would have given without the call"),
         case("a snapshot", 8, 1, 2, "a state is a snapshot: the original sampler runs on after "
              "state_dict(), and the state must still give the epochs that followed it. Save "
              "copies (get_state() returns one), never the generator object itself"),
         case("through a file", 7, 2, 2, "the state goes through torch.save and torch.load, "
              "which reads only plain data (numbers, strings, tensors, lists, dicts), not a "
-             "torch.Generator"),
-        case("changes nothing", 9, 5, 2, "state_dict() changes nothing: the sampler's next "
-             "epochs are those it would have given without the call"),
+             "torch.Generator or a numpy array"),
         case("in a StatefulDataLoader", 10, 4, 0, "StatefulDataLoader asks the sampler for "
              "state_dict() before each epoch's iter() and gives it back with load_state_dict() "
              "when it resumes; the position inside the epoch is the loader's to restore"),
@@ -197,11 +199,11 @@ register(Exercise(
         Rule("the generator's state is saved and set back",
              (3,)),
         Rule("a snapshot: valid after the sampler goes on (never the generator object)",
-             (4,)),
-        Rule("plain data: through `torch.save` and `torch.load(weights_only=True)`",
              (5,)),
-        Rule("`state_dict()` changes nothing",
+        Rule("plain data: through `torch.save` and `torch.load(weights_only=True)`",
              (6,)),
+        Rule("`state_dict()` changes nothing",
+             (4,)),
         Rule("a `StatefulDataLoader` checkpointed mid-epoch resumes with it",
              (7,)),
     ),
@@ -276,6 +278,8 @@ def _in_flight_cases() -> list[Case]:
         case(0, 3, 2, 3, "a short epoch: fewer batches than the prefetch window"),
         case(2, 9, 1, 4, "one worker: it has every batch in flight"),
         case(5, 12, 3, 2, "3 workers, 2 batches each ahead: 5 yielded"),
+        case(11, 11, 3, 2, "every batch yielded, 11 over 3 workers: nothing in flight, and the "
+             "turn goes on round robin, to worker 11 % 3 = 2 (it does not start over at 0)"),
     ]
 
 
@@ -299,7 +303,7 @@ register(Exercise(
         Rule("never more than `num_batches`; short epochs",
              (4, 6)),
         Rule("the end: nothing in flight, `next_worker = pulled % num_workers`",
-             (5,)),
+             (5, 9)),
     ),
     goals=(5,),
 ))
@@ -375,7 +379,7 @@ register(Exercise(
         Rule("`None` for a worker none of whose batches was yielded",
              (3, 4)),
         Rule("different workers' results interleave",
-             (5, 7, 8)),
+             (2, 5, 7, 8)),
     ),
     goals=(2,),
 ))
