@@ -318,14 +318,30 @@ def _bucket_cases() -> list[Case]:
         Case({"lengths": [5] * 20, "batch_size": 6, "seed": 3},
              hint="all lengths equal: no padding at all, whatever the batches"),
         Case({"lengths": [7], "batch_size": 4, "seed": 4}, hint="a single sample: one batch"),
+        Case({"lengths": [int(x) for x in rng.integers(1, 40, 11)], "batch_size": 4, "seed": 6,
+              "len between epochs": True},
+             description="11 lengths, batch_size=4; len(sampler) asked between two epochs",
+             hint="len() only counts: it must not draw from the generator (iterating the "
+                  "sampler to count its batches would), or the next epoch changes"),
     ]
 
 
 def _use_bucket_sampler(implementation, case: Case) -> dict:
     lengths, batch_size, seed = (case.inputs[key] for key in ("lengths", "batch_size", "seed"))
     n, copy = len(lengths), list(lengths)
-    sampler = implementation(lengths, batch_size, generator=torch.Generator().manual_seed(seed))
-    twin = implementation(copy, batch_size, generator=torch.Generator().manual_seed(seed))
+    generator, twin_generator = (torch.Generator().manual_seed(seed) for _ in range(2))
+    sampler = implementation(lengths, batch_size, generator=generator)
+    twin = implementation(copy, batch_size, generator=twin_generator)
+    if case.inputs.get("len between epochs"):
+        # the same two epochs, with and without a len() between them
+        take(sampler, n + 1)
+        counted = len(sampler)
+        second = take(sampler, n + 1)
+        twin_epochs = [take(twin, n + 1), take(twin, n + 1)]  # no len() between them
+        return {"len(sampler)": counted,
+                "the next epoch, as without len() before it": second == twin_epochs[1],
+                "the generator's state afterwards, as without len()":
+                    torch.equal(generator.get_state(), twin_generator.get_state())}
     first, second = take(sampler, n + 1), take(sampler, n + 1)
     shuffled = torch.randperm(n, generator=torch.Generator().manual_seed(99)).tolist()
     random_batches = [shuffled[i:i + batch_size] for i in range(0, n, batch_size)]
@@ -360,6 +376,8 @@ register(Exercise(
              (1, 3)),
         Rule("another order next epoch; the same batches for a generator seeded alike",
              (1, 2, 3)),
+        Rule("`len()` draws nothing: the next epoch and the generator's state are as without it",
+             (6,)),
     ),
     goals=(5,),
 ))

@@ -93,6 +93,12 @@ MUTANTS = [
     m("BucketBatchSampler", "forgets the incomplete batch in len()",
       [("        if len(self.lengths) % self.batch_size:\n            batches += 1  # the incomplete batch\n", "")],
       "len(sampler)", breaks=1),
+    m("BucketBatchSampler", "counts its batches by iterating itself in len()",
+      [("        batches = len(self.lengths) // self.batch_size\n"
+        "        if len(self.lengths) % self.batch_size:\n"
+        "            batches += 1  # the incomplete batch\n        return batches",
+        "        return sum(1 for _ in self)")],
+      "as without len()", breaks=4),
     m("EpochSeededSampler", "reseeds the global generator",
       [("generator = torch.Generator().manual_seed(seed)", "torch.manual_seed(seed)\n        generator = None")],
       "global RNG", breaks=2),

@@ -45,16 +45,17 @@ def _images(count: int, generator: torch.Generator) -> list[torch.Tensor]:
             for _ in range(count)]
 
 
-def _as_lists(value):
-    """Sequences of strings as lists: torch gives a field of strings back as the tuple that
-    zip(*batch) made, a list of them is just as right."""
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, bytes))
-                                                          for v in value):
+def _as_lists(value, zipped=False):
+    """Strings of a field of a sequence or a namedtuple as a list: there torch gives back the
+    tuple that zip(*batch) made, and a list of them is just as right (``zipped``). Elsewhere
+    (the batch itself, a mapping's values: lists in torch) the type is compared as it is."""
+    if zipped and isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, (str, bytes)) for v in value) and not hasattr(value, "_fields"):
         return list(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(_as_lists(v) for v in value))
+        return type(value)(*(_as_lists(v, zipped=True) for v in value))
     if isinstance(value, (list, tuple)):
-        return type(value)(_as_lists(v) for v in value)
+        return type(value)(_as_lists(v, zipped=True) for v in value)
     if isinstance(value, Mapping):
         try:
             clone = copy.copy(value)  # the same mapping type: an OrderedDict stays one
@@ -137,6 +138,11 @@ def _collate_cases() -> list[Case]:
         Case({"batch": [None, None]}, description="batch = [None, None]",
              hint="a type your function does not know should raise TypeError, as "
                   "default_collate does"),
+        Case({"batch": [{"word": "cat", "tag": "NOUN"}, {"word": "runs", "tag": "VERB"}]},
+             description="batch = [{'word': 'cat', 'tag': 'NOUN'}, {'word': 'runs', 'tag': "
+                         "'VERB'}]",
+             hint="a mapping's field of strings is the LIST of that key's strings, as torch "
+                  "gives it: a tuple is another type"),
     ]
 
 
@@ -158,8 +164,8 @@ register(Exercise(
              (14, 15)),
         Rule("floats float64, ints int64, bools bool",
              (3, 4, 5)),
-        Rule("strings as they are",
-             (6, 15)),
+        Rule("strings as they are: the list of them where torch gives a list",
+             (6, 15, 18)),
         Rule("tuples and lists: a list of collated fields; unequal lengths `RuntimeError`",
              (7, 8, 16)),
         Rule("dicts and other mappings keep their keys and type (`OrderedDict`, `defaultdict`)",
@@ -280,12 +286,12 @@ register(Exercise(
          "tensor",
     time_limit=2.0,
     rules=(
-        Rule("`(padded, lengths, labels)`: zeros to the longest, the sequences' dtype, int64 lengths and labels",
-             (1, 2, 3)),
+        # a sequence of length 0 is no rule of its own: code that pads every sequence to the
+        # longest pads an empty one too, and no plausible mistake fails it alone
+        Rule("`(padded, lengths, labels)`: zeros to the longest (an empty sequence all zeros), the sequences' dtype, int64 lengths and labels",
+             (1, 2, 3, 5)),
         Rule("1-D int64 sequences",
              (4,)),
-        Rule("a sequence of length 0",
-             (5,)),
     ),
     goals=(5,),
 ))

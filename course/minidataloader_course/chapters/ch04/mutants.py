@@ -32,6 +32,9 @@ MUTANTS = [
     m("default_collate", "puts the strings in a numpy array",
       [("return batch  # no tensor holds text: a list of the batch's strings", "return np.array(batch)")],
       "list", breaks=4),
+    m("default_collate", "gives the strings back as a tuple",
+      [("return batch  # no tensor holds text: a list of the batch's strings", "return tuple(batch)")],
+      "tuple", breaks=4),
     m("default_collate", "hands an unknown type back instead of raising TypeError",
       [('raise TypeError(f"cannot collate samples of type {type(elem).__name__}")', "return batch")],
       "TypeError", breaks=8),
@@ -71,6 +74,10 @@ MUTANTS = [
     m("collate_dataclass", "returns a dict of fields",
       [("return type(first)(**fields)", "return fields")],
       "DigitSample", breaks=1),
+    m("collate_dataclass", "reads the fields with dataclasses.asdict (which turns inner dataclasses into dicts)",
+      [("values = [getattr(sample, field.name) for sample in batch]",
+        "values = [dataclasses.asdict(sample)[field.name] for sample in batch]")],
+      "DigitPair", breaks=2),
     m("FastTableDataset", "calls __getitem__ for every index",
       [("        features = self.features[indices]  # one gather for the whole batch\n"
         "        labels = self.labels[indices]\n"

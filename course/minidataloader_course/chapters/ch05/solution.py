@@ -49,9 +49,8 @@ def check_loader_arguments(dataset, batch_size=1, shuffle=None, sampler=None,
             raise ValueError(f"batch_size should be a positive integer, got {batch_size!r}")
         if not isinstance(drop_last, bool):
             raise ValueError(f"drop_last should be True or False, got {drop_last!r}")
-    if timeout != 0 and num_workers == 0:
-        # torch accepts it in the constructor and raises AssertionError at iter(loader)
-        raise AssertionError("timeout waits for worker processes: it needs num_workers > 0")
+    # A timeout without workers is accepted here, as torch's constructor accepts it: the
+    # single-process iterator refuses it when the epoch starts.
 
 
 def loader_len(dataset, batch_size=1, sampler=None, batch_sampler=None, drop_last=False):
@@ -118,6 +117,8 @@ class SingleProcessIterator:
         # one), after iter(sampler) and before the first index, as torch draws it.
         self.base_seed = torch.empty((), dtype=torch.int64).random_(
             generator=loader.generator).item()
+        if loader.timeout != 0:  # torch's check, after the draw: a timeout waits for workers
+            raise AssertionError("a timeout waits for worker processes: it needs num_workers > 0")
         stream = isinstance(loader.dataset, IterableDataset)
         fetcher = IterableFetcher if stream else MapFetcher
         self.fetcher = fetcher(loader.dataset, batched, loader.collate_fn, loader.drop_last)
