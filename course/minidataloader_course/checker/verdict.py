@@ -88,8 +88,8 @@ class Verdict:
         border, background, heading = _COLOURS[self.status]
         e = html.escape
         rows = "".join(
-            f'<tr><td style="padding:1px 10px 1px 0;vertical-align:top;color:#555">{e(label)}</td>'
-            f'<td style="padding:1px 0;white-space:pre-wrap;font-family:monospace">{e(value)}</td></tr>'
+            f'<tr><td style="padding:1px 10px 1px 0;vertical-align:top;text-align:left;color:#555">{e(label)}</td>'
+            f'<td style="padding:1px 0;text-align:left;white-space:pre-wrap;font-family:monospace">{e(value)}</td></tr>'
             for label, value in self._rows())
         excerpt = self._output_excerpt()
         printed = (f'<div style="color:#555;margin-top:4px">your code printed:</div>'

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import html
 import pathlib
 import traceback
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
 
 from minidataloader_course.learner.package import (
     EDITED,
@@ -33,6 +35,14 @@ from minidataloader_course.learner.package import (
 
 def _say(text: str) -> None:
     print(text)
+
+
+def _folded(summary: str, code: str) -> dict[str, str]:
+    """A display bundle: in a notebook, the code under a closed <details>; elsewhere (a
+    terminal), the summary and the code as text."""
+    return {"text/html": f"<details><summary>{html.escape(summary)}</summary>"
+                         f"<pre>{html.escape(code)}</pre></details>",
+            "text/plain": f"{summary}\n\n{code}"}
 
 
 def _defined(code: str) -> list[str]:
@@ -80,8 +90,12 @@ class PieceMagics(Magics):
             return
         code = regions[piece][1]
         self.shell.set_next_input(f"%%piece {piece}\n{code}", replace=True)
-        _say(f"This cell now holds your {piece} from {self.package / (piece.split('.')[0] + '.py')}"
-             f" (in a notebook that cannot replace cells, here it is):\n\n{code}")
+        source = self.package / (piece.split('.')[0] + '.py')
+        _say(f"This cell now holds your {piece} from {source}.")
+        # JupyterLab has replaced the cell; a front end that cannot (Colab, VS Code) has not,
+        # and the kernel cannot tell which: the code is shown folded, for the second kind
+        display(_folded(f"Still only %piece in this cell? Your {piece}, to copy:", code),
+                raw=True)
         # the check after this cell checks what the file holds now, before you change it
         module, name = split_piece(piece)
         loaded = import_package(self.package)

@@ -121,8 +121,8 @@ class MilestoneVerdict:
         steps = []
         for step in self.steps:
             rows = "".join(
-                f'<tr><td style="padding:1px 10px 1px 18px;vertical-align:top;color:#555">'
-                f'{e(label)}</td><td style="padding:1px 0;white-space:pre-wrap;'
+                f'<tr><td style="padding:1px 10px 1px 18px;vertical-align:top;text-align:left;color:#555">'
+                f'{e(label)}</td><td style="padding:1px 0;text-align:left;white-space:pre-wrap;'
                 f'font-family:monospace">{e(text)}</td></tr>' for label, text in step.rows)
             steps.append(f'<div style="margin-top:3px">{e(_STEP_MARK[step.status])} '
                          f'<b>{e(step.name)}</b>: {e(step.summary)}</div>'

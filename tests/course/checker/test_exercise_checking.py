@@ -715,6 +715,15 @@ def test_prints_are_shown_and_a_little_printing_is_fine():
     assert "n=12800 &lt;b&gt;" in verdict._repr_html_()
 
 
+def test_the_verdicts_cells_are_left_aligned_whatever_the_notebooks_css():
+    # JupyterLab's stylesheet right-aligns table cells: a long hint then wraps far from its label
+    import re
+
+    failed = check(wrong_code(EXERCISES["last_batch_size"], "wrong values"), name="last_batch_size")
+    cells = re.findall(r"<td[^>]*>", failed._repr_html_())
+    assert cells and all("text-align:left" in cell for cell in cells), cells
+
+
 def test_the_flood_limit_is_what_the_verdict_says():
     assert f"{OUTPUT_KEPT:,}" in check(wrong_code(EXERCISES["last_batch_size"], "10**6 prints"),
                                        name="last_batch_size").problem

@@ -294,10 +294,20 @@ def test_piece_as_a_line_loads_the_learners_version(shell, package, capsys, monk
         (text, replace)))
     shell.user_ns.pop("SequentialSampler")
     said = run(shell, "%piece sampler.SequentialSampler", capsys)
-    assert SEQUENTIAL.strip() in said
+    assert SEQUENTIAL.strip() in said  # a terminal has no cell to replace: the code is printed
     assert replaced == [("%%piece sampler.SequentialSampler\n" + SEQUENTIAL.strip(), True)]
     # the check after the cell checks the version the file holds, even in a fresh kernel
     assert shell.user_ns["SequentialSampler"].__module__ == "myloader.sampler"
+
+
+def test_a_loaded_piece_is_shown_folded_in_a_notebook():
+    # JupyterLab replaces the cell and must not show the code a second time, open
+    from minidataloader_course.learner._magic import _folded
+
+    bundle = _folded("Still only %piece in this cell?", "x = 1 < 2")
+    assert bundle["text/html"].startswith("<details><summary>")
+    assert "<details open" not in bundle["text/html"] and "x = 1 &lt; 2" in bundle["text/html"]
+    assert bundle["text/plain"].endswith("x = 1 < 2")
 
 
 def test_the_extension_finds_the_package_from_a_chapter_in_book(tmp_path, monkeypatch):
