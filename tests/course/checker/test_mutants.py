@@ -34,7 +34,6 @@ NOT_YET_BROKEN = {
     'copy_compute_timeline': (3,),  # ch09
     'pin_batch': (5,),  # ch09
     'pin_loop': (2,),  # ch09
-    'WarmupShuffleSampler': (6,),  # ch14
 }
 
 
