@@ -75,9 +75,13 @@ MUTANTS = [
       [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
         "            if isinstance(data, StreamEnded):\n                self._shutdown()\n"
         "                raise StopIteration\n")],
-      "the epoch ends when no worker is left", breaks=1),
+      "the epoch ends when no worker is left", breaks=2),
     m("MultiProcessIterator, streams", "hands a StreamEnded out as a batch",
       [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
         "            if False:\n")],
       "StreamEnded", breaks=1),
+    m("MultiProcessIterator, streams", "waits for every stream to end, with a map-style dataset too",
+      [("            if self.next_number == self.sent:\n",
+        "            if self.next_number == self.sent and not any(self.active):\n")],
+      "every worker stays active", breaks=3),
 ]

@@ -48,6 +48,12 @@ MUTANTS = [
     m("worker_seeds_by_epoch", "accepts persistent workers without workers",
       [("    if persistent and num_workers == 0:\n", "    if persistent and num_workers < 0:\n")],
       "persistent workers need workers", breaks=4),
+    m("worker_seeds_by_epoch", "makes the first epoch's seeds before the loop",
+      [("    seeds = []\n    base_seed = None\n    for _ in range(epochs):\n",
+        "    base_seed = torch.empty((), dtype=torch.int64).random_(generator=generator).item()\n"
+        "    seeds = [[base_seed + w for w in range(num_workers)]]  # the first epoch\n"
+        "    for _ in range(epochs - 1):\n")],
+      "no epoch: an empty list", breaks=3),
     m("worker_loop, resumed", "does not acknowledge a Resume",
       [("            result_queue.put((task, worker_id))\n", "")],
       "put (the Resume, worker_id) on the result queue", breaks=1),

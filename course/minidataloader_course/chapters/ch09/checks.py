@@ -7,13 +7,17 @@ memory) and remembers the copy, so the check can tell which tensors went through
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import queue
 import threading
 import time
+import warnings
 from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
+import torch.utils.data as tud
 
 from minidataloader_course.chapters.ch09 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
@@ -22,13 +26,18 @@ from minidataloader_course.chapters.multiprocess_cases import (
     drain,
     finish_thread,
     iterator_case,
+    loader_arguments,
+    make_dataset,
     message_class,
+    more_workers_than_cpus_is_fine,
+    reference_loader,
     start_thread,
     use_iterator,
 )
 from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.shared.compare import close
+from minidataloader_course.shared.processes import children
 
 PIN_PIECES = ("minidataloader.pin_memory.pin_memory", "minidataloader.pin_memory._pin_memory_loop",
               "torch.utils.data._utils.pin_memory.pin_memory",
@@ -322,7 +331,7 @@ register(Exercise(
         Rule("`(number, pin_fn(data))` in order, until `done_event`",
              (1, 3)),
         Rule("waits with a timeout, stops soon after `done_event`",
-             (2,)),
+             (1, 2)),
         Rule("a worker's exception passes unpinned; `pin_fn`'s exception is sent and the loop goes on",
              (4, 5)),
         Rule("only batches are pinned: a `StreamEnded`, an acknowledgement pass as they are",
@@ -355,16 +364,119 @@ def _pin_iterator_cases() -> list[Case]:
                       "a StreamEnded passes the pin thread as it is", watch=(), pin=True),
         iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
                       "without a pin function (and pin_memory=False, or no accelerator), no "
-                      "thread: read the result queue as before"),
+                      "thread, not even one that passes the batches on as they are: read the "
+                      "result queue as before"),
+        _without_accelerator(iterator_case(
+            ("numbers", 6), {"batch_size": 2, "num_workers": 2, "pin_memory": True},
+            "pin_memory=True, no _pin_memory_fn, and no accelerator (torch.cuda.is_available() "
+            "is False): there is nothing to pin for. Warn as torch does, with a UserWarning "
+            "that names 'pin_memory', start no pin thread, and yield the batches as they are "
+            "(Tensor.pin_memory() needs an accelerator)")),
     ]
 
 
+def _without_accelerator(case: Case) -> Case:
+    case.inputs["no accelerator"] = True
+    case.description = case.description.replace("; a whole epoch", "") + (
+        "; no accelerator (on a machine with one, the check hides it); a whole epoch")
+    return case
+
+
+# Whichever way the code asks: torch's iterator asks torch.accelerator, the statement says
+# torch.cuda. On a machine with an accelerator this hides it, so that the case means the same
+# everywhere (and an iterator that pins without asking pins for real, which shows).
+HIDDEN = ((torch.cuda, "is_available", lambda: False), (torch.cuda, "device_count", lambda: 0),
+          (torch.accelerator, "is_available", lambda: False),
+          (torch.accelerator, "device_count", lambda: 0),
+          (torch.accelerator, "current_accelerator", lambda *args, **kwargs: None))
+
+
+@contextlib.contextmanager
+def no_accelerator():
+    saved = [(module, name, getattr(module, name)) for module, name, _ in HIDDEN]
+    for module, name, fake in HIDDEN:
+        setattr(module, name, fake)
+    try:
+        yield
+    finally:
+        for module, name, real in saved:
+            setattr(module, name, real)
+
+
+class TorchPinningIterator(TorchIterator):
+    """torch's iterator (see ``TorchIterator``), its loader given the loader's ``pin_memory``
+    too: torch decides what to do with it (TorchIterator passes on only the other parts)."""
+
+    def __init__(self, loader):
+        made = tud.DataLoader
+        tud.DataLoader = functools.partial(made, pin_memory=loader.pin_memory)
+        try:
+            super().__init__(loader)
+        finally:
+            tud.DataLoader = made
+
+
 def _use_pinning_iterator(implementation, case: Case) -> dict:
+    if case.inputs.get("no accelerator"):
+        with no_accelerator():
+            return _use_without_accelerator(implementation, case)
     before = _threads()
-    seen = use_iterator(implementation, case)
+    started = {}
+    made = implementation
+    if not case.inputs["pin"]:  # no pin function: not even a thread that passes batches on
+        def made(loader):
+            iterator = implementation(loader)
+            started["threads the iterator started"] = len(_threads() - before)
+            return iterator
+    seen = use_iterator(made, case)
+    seen.update(started)
     if not dict(case.inputs["arguments"]).get("persistent_workers"):
         seen["threads of the main process still running"] = len(_threads() - before)
     return seen
+
+
+def _use_without_accelerator(implementation, case: Case) -> dict:
+    """What a user sees of ``pin_memory=True`` on a machine without an accelerator: the
+    warnings, and each batch, pinned or not."""
+    spec = case.inputs
+    dataset = make_dataset(spec["dataset"], implementation)
+    loader = reference_loader(dataset, loader_arguments(spec["arguments"]))
+    threads, workers = _threads(), set(children())
+    batches = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with more_workers_than_cpus_is_fine():
+            iterator = implementation(loader)
+        started = len(_threads() - threads)
+        dataset.epoch_started.set()
+        while len(batches) <= len(dataset):
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                break
+            except Exception as error:
+                error.__traceback__ = None  # see one_epoch: no cycle that keeps the workers
+                batches.append(f"next() raised {type(error).__name__}: {error}")
+                break
+            batches.append(_pinned_or_not(batch))
+    about_pinning = sorted({w.category.__name__ for w in caught if "pin_memory" in str(w.message)})
+    del iterator
+    return {"warnings about pin_memory (their category)": about_pinning,
+            "batches (their samples), pinned or not": batches,
+            "threads the iterator started": started,
+            "threads of the main process still running": len(_threads() - threads),
+            "worker processes still running": len(set(children()) - workers)}
+
+
+def _pinned_or_not(batch):
+    """A batch of ``(i, pid)`` samples as (its sample numbers, whether its tensors are pinned);
+    anything else as it came."""
+    if not (isinstance(batch, list) and len(batch) == 2
+            and all(isinstance(part, torch.Tensor) for part in batch)):
+        return batch
+    pinned = [part.is_pinned() for part in batch]
+    return batch[0].tolist(), ("pinned" if all(pinned) else "partly pinned" if any(pinned)
+                               else "not pinned")
 
 
 def _threads() -> set:
@@ -375,7 +487,7 @@ def _threads() -> set:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, pinned",
-    oracle=TorchIterator,
+    oracle=TorchPinningIterator,
     cases=_pin_iterator_cases,
     run=_use_pinning_iterator,
     hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
@@ -393,6 +505,9 @@ register(Exercise(
              (2, 3, 4)),
         Rule("no pin function: no thread",
              (5,)),
+        Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`, no thread, "
+             "the batches unpinned",
+             (6,)),
     ),
     goals=(6,),
 ))

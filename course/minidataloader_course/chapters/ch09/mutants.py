@@ -14,7 +14,11 @@ MUTANTS = [
     m("pin_batch", "pins the items of a dict in place",
       [("        pinned = copy.copy(data)  # the same type: a dict, an OrderedDict, a defaultdict\n",
         "        pinned = data\n")],
-      "data afterwards (it must not change)", breaks=1),
+      "data afterwards (it must not change)", breaks=5),
+    m("pin_batch", "forgets namedtuples: builds one as it builds a list, from a generator",
+      [('    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple\n'
+        "        return type(data)(*(pin_batch(item, pin_fn) for item in data))\n", "")],
+      "a namedtuple: build the same type", breaks=1),
     m("pin_batch", "gives pin_fn an object that pins itself",
       [('    if hasattr(data, "pin_memory"):  # a batch type that pins itself\n'
         "        return data.pin_memory()\n", "")],
@@ -40,7 +44,10 @@ MUTANTS = [
       "the previous step is over", breaks=1),
     m("pin_loop", "waits on the queue without a timeout",
       [("in_queue.get(timeout=0.1)", "in_queue.get()")],
-      "to stop after done_event was set", breaks=1),
+      "to stop after done_event was set", breaks=2),
+    m("pin_loop", "puts the pinned batch without its number",
+      [("        out_queue.put((number, data))", "        out_queue.put(data)")],
+      "put (number, pin_fn(batch)) on out_queue", breaks=1),
     m("pin_loop", "pins a worker's exception",
       [("if isinstance(number, int) and not isinstance(data, (Exception, StreamEnded)):",
         "if True:")],
@@ -72,4 +79,33 @@ MUTANTS = [
     m("copy_compute_timeline", "starts the next copy after the step, overlap or not",
       [("copy_start = compute_start if overlap else compute_end", "copy_start = compute_end")],
       "the next copy starts when a step starts", breaks=2),
+    m("MultiProcessIterator, pinned", "pins without asking whether there is an accelerator",
+      [("            if torch.cuda.is_available():\n"
+        "                pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)\n"
+        "            else:  # as torch: say so, and yield the batches unpinned\n"
+        "                warnings.warn(",
+        "            pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)\n"
+        "            if False:\n"
+        "                warnings.warn(")],
+      "no accelerator", breaks=4),
+    m("MultiProcessIterator, pinned", "yields the batches unpinned without a word",
+      [("            else:  # as torch: say so, and yield the batches unpinned\n"
+        "                warnings.warn(", "            elif False:\n                warnings.warn(")],
+      "a UserWarning that names 'pin_memory'", breaks=4),
+    m("MultiProcessIterator, pinned", "reads the acknowledgements from the result queue",
+      [("            resume_workers(self.index_queues, self.data_queue, self.workers)\n",
+        "            resume_workers(self.index_queues, self.result_queue, self.workers)\n")],
+      "the acknowledgements come through the pin thread too", breaks=2),
+    m("MultiProcessIterator, pinned", "always starts the pin thread, passing batches on as they are",
+      [("        if pin_fn is not None:  # or the pin thread's\n",
+        "        pin_fn = pin_fn or (lambda batch: batch)  # nothing to pin: the batch as it is\n"
+        "        if pin_fn is not None:  # or the pin thread's\n")],
+      "no thread", breaks=3),
+    m("copy_compute_timeline", "lays out the first batch before the loop",
+      [("    copy_start, compute_end = 0.0, 0.0\n    for _ in range(batches):\n",
+        "    timeline.append((0.0, copy_ms, copy_ms, copy_ms + compute_ms))  # waits for nothing\n"
+        "    copy_start = copy_ms if overlap else copy_ms + compute_ms\n"
+        "    compute_end = copy_ms + compute_ms\n"
+        "    for _ in range(batches - 1):\n")],
+      "batches=0", breaks=3),
 ]

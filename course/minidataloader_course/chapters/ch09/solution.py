@@ -10,6 +10,7 @@ import itertools
 import multiprocessing
 import queue
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -99,8 +100,12 @@ class MultiProcessIterator(ch08.MultiProcessIterator):
         self.data_queue = self.result_queue  # where the batches are read: the workers' queue,
         self.pin_thread = None
         pin_fn = getattr(loader, "_pin_memory_fn", None)  # a function of one batch, if set
-        if pin_fn is None and loader.pin_memory and torch.cuda.is_available():
-            pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)
+        if pin_fn is None and loader.pin_memory:
+            if torch.cuda.is_available():
+                pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)
+            else:  # as torch: say so, and yield the batches unpinned
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
+                              "found, then device pinned memory won't be used.", stacklevel=2)
         if pin_fn is not None:  # or the pin thread's
             self.data_queue = queue.Queue()
             self.pin_done = threading.Event()
