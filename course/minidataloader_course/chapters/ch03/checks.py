@@ -246,6 +246,8 @@ register(Exercise(
              (4,)),
         Rule("`batch_size` a positive int, not a bool; `drop_last` a bool: else `ValueError`",
              (8, 9, 10, 11)),
+        Rule("`len()` iterates nothing: a random sampler's epochs after it are as without it",
+             (4,)),
     ),
     goals=(1, 5),
 ))

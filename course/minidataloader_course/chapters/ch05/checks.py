@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, default_collate
+from torch.utils.data import DataLoader, Dataset, IterableDataset, RandomSampler, default_collate
 from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFetcher
 
 from minidataloader_course.chapters.ch05 import solution as solutions
@@ -218,7 +218,13 @@ def _len_cases() -> list[Case]:
         case(Numbers(10, length=10), "batch_size=None: len(dataset) itself", batch_size=None),
         case(Numbers(10), "a stream without __len__: len(loader) raises TypeError",
              batch_size=4),
+        case(Squares(10), "len() of the sampler, never a pass over it: this RandomSampler's "
+             "pass draws from its generator, and its next epoch would change", batch_size=4,
+             sampler=RandomSampler(range(10), generator=torch.Generator().manual_seed(3)),
+             shown=", batch_size=4, sampler=RandomSampler(range(10), "
+                   "generator=torch.Generator().manual_seed(3))"),
     ]
+
 
 
 register(Exercise(
@@ -238,6 +244,8 @@ register(Exercise(
              (7, 8, 12)),
         Rule("a stream: `len(dataset)`, trusted; `TypeError` without `__len__`",
              (9, 10, 11, 13)),
+        Rule("counts with `len()`, never iterating a sampler (a random sampler's next epoch is unchanged)",
+             (14,)),
     ),
     goals=(3,),
 ))
@@ -541,8 +549,8 @@ register(Exercise(
     run=_use_iterator,
     compare=compare_with_draws(),
     hint="__init__: iter() of the loader's batch_sampler (or sampler if there is none), then "
-         "what torch's iterator draws, then the fetcher; __next__ fetches the next indices; "
-         "__len__: len(loader)",
+         "what torch's iterator draws, then AssertionError if loader.timeout is not 0, then "
+         "the fetcher; __next__ fetches the next indices; __len__: len(loader)",
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="dataloader.SingleProcessIterator",
@@ -649,7 +657,8 @@ register(Exercise(
     hint="__init__: check_loader_arguments, then the sampler (a RandomSampler with the "
          "generator for shuffle=True, a SequentialSampler otherwise, None forever for a "
          "stream), the BatchSampler (unless batch_size is None or you got a batch_sampler), "
-         "the collate_fn; __len__: loader_len; __iter__: SingleProcessIterator(self)",
+         "the collate_fn (a timeout without workers is accepted: the iterator refuses it); "
+         "__len__: loader_len; __iter__: SingleProcessIterator(self)",
     forbidden=LOADER_ITSELF + ("minidataloader.dataloader.DataLoader",
                                "torch.utils.data.dataloader.DataLoader"),
     time_limit=4.0,

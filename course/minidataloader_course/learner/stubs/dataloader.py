@@ -39,7 +39,7 @@ def loader_len(dataset, batch_size=1, sampler=None, batch_sampler=None, drop_las
 # >>> piece: SingleProcessIterator (chapter 5)
 class SingleProcessIterator:
     def __init__(self, loader):
-        raise NotImplementedError  # the epoch's index iterator, the base seed, a fetcher
+        raise NotImplementedError  # the index iterator, the base seed, no timeout, a fetcher
 
     def __iter__(self):
         raise NotImplementedError  # an iterator is its own iterator
