@@ -14,7 +14,9 @@ cases, and returns a :class:`Verdict`: ✔ passed, ✘ failed (the case, what wa
 your code gave, a hint) or "not attempted yet" (your code still raises NotImplementedError).
 Jupyter displays the verdict; a script also gets it printed. ``exercise_names()`` lists the
 exercises; ``draws()`` shows which random numbers a piece of code draws, from which
-generator, in which order. In a terminal: ``python -m minidataloader_course --help``.
+generator, in which order. ``with try_it(30):`` runs a try-it cell's code (your loader, with
+its workers) with a time limit, and stops the processes it started. In a terminal:
+``python -m minidataloader_course --help``.
 
 For the book's authors: course/README.md says how to add an exercise.
 """
@@ -35,6 +37,7 @@ from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.checker.verdict import Verdict, shown
 from minidataloader_course.milestones import milestone
 from minidataloader_course.shared.compare import Raised, close, difference, short
+from minidataloader_course.shared.try_it import try_it
 
 # (the milestones are catalog.milestones(): here the name is the runner's subpackage)
 exercises, questions = catalog.exercises, catalog.questions
@@ -65,5 +68,5 @@ __all__ = [
     "check", "check_answer", "milestone", "exercise_names", "Verdict", "Exercise", "Case",
     "register", "exercises", "questions", "call", "take", "difference", "close",
     "short", "Raised", "TooManyItems", "ExerciseError", "LOADER_PIECES", "Choice",
-    "Prediction", "draws", "compare_draws", "compare_with_draws",
+    "Prediction", "draws", "compare_draws", "compare_with_draws", "try_it",
 ]

@@ -20,6 +20,8 @@ Tools:
 - :mod:`~minidataloader_course.shared.processes`: watching processes from ``/proc`` (chapter 10,
   the multi-process tests);
 - :mod:`~minidataloader_course.shared.notebook`: cell time limits, captured stderr, HTML columns;
+- :mod:`~minidataloader_course.shared.try_it`: the workbooks' try-it cells' time limit, and the
+  worker processes they started stopped at the end (``with try_it(30):``);
 - :mod:`~minidataloader_course.shared.resumable_training`: a training script that checkpoints
   mid-epoch, can be killed at any moment and resumes exactly (chapter 14, its tests).
 
