@@ -372,6 +372,318 @@ def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
 
 
 # ---------------------------------------------------------------------------------------
+# What a workbook's text points at (issue 29): a workbook stands alone, so every name its
+# text calls "above" or "below" is defined in its code cells or importable, and a hint names
+# only what the learner has. The two checks share this name resolution.
+
+_FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
+_INLINE = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")  # a span may wrap a line, not a paragraph
+_NAME_SPAN = re.compile(r"^(?P<name>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?:\([^()]*\))?:?$")
+_POINTED = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`(?:[ \t\n]*\([^()]*\))?"
+                      r"[ \t\n]+(?P<where>above|below)\b")
+_THE_CELL = re.compile(r'\bthe (?:code )?cell above\b(?: that (?:shows|prints|says) "(?P<shows>[^"]+)")?',
+                       re.IGNORECASE)
+_THE_LOADER = re.compile(r"\bthe loader (?P<where>above|below)\b", re.IGNORECASE)
+_THE_TABLE = re.compile(r"\b(?:read|see|in|of|from) the table\b(?!')|\bthe table "
+                        r"(?P<where>above|below)\b", re.IGNORECASE)
+_TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*\n[ \t]*\|[ \t:|-]*-[ \t:|-]*\|?[ \t]*$",
+                        re.MULTILINE)
+_LOADER_MADE = re.compile(r"\bDataLoader\(|\bloader\s*=")
+# Objects whose methods and attributes a learner uses without defining them.
+_COMMON_TYPES = ("list", "dict", "set", "tuple", "str", "bytes", "int", "float", "object",
+                 "queue.Queue", "threading.Thread", "threading.Event", "multiprocessing.Process",
+                 "multiprocessing.Queue", "multiprocessing.Event", "torch.Tensor",
+                 "torch.Generator", "itertools")
+
+
+def code_names(source: str) -> set[str]:
+    """What a cell of code defines: functions and classes (their methods too), assigned
+    names and attributes (``self.x`` as ``self.x`` and ``x``), imports, parameters and loop
+    variables. IPython's magics are left out; code that does not parse defines nothing."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name)):
+            names |= {f"{node.value.id}.{node.attr}", node.attr}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names |= {alias.asname or alias.name.split(".")[0], alias.name}
+    return names
+
+
+def code_spans(text: str) -> list[str]:
+    """The code a Markdown text holds: its fenced blocks and its inline spans."""
+    blocks = _FENCE.findall(text)
+    return blocks + [" ".join(span.split()) for span in _INLINE.findall(_FENCE.sub("", text))]
+
+
+def text_names(text: str) -> set[str]:
+    """The names a text writes in backticks: ``len(x)`` gives ``len``, and every ``self.x``
+    and every ``name`` a span of code holds."""
+    names: set[str] = set()
+    for span in code_spans(text):
+        names |= set(re.findall(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)", span))
+        names |= {part for name in list(names) for part in name.split(".")}
+    return names
+
+
+def _resolve(dotted: str):
+    """The object a dotted name stands for, from the builtins, the standard library, torch,
+    minidataloader or the course; raises LookupError when none has it."""
+    import builtins
+    import importlib
+
+    head, *rest = dotted.split(".")
+    if hasattr(builtins, head):
+        target = getattr(builtins, head)
+    elif head in sys.stdlib_module_names or head in ("torch", "minidataloader",
+                                                     "minidataloader_course", "numpy"):
+        try:
+            target = importlib.import_module(head)
+        except ImportError as error:
+            raise LookupError(dotted) from error
+    else:
+        raise LookupError(dotted)
+    for part in rest:
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            try:
+                target = importlib.import_module(f"{target.__name__}.{part}")
+            except (ImportError, AttributeError) as error:
+                raise LookupError(dotted) from error
+    return target
+
+
+_PUBLIC: dict[str, bool] = {}
+
+
+def is_public(name: str) -> bool:
+    """Whether Python, torch, minidataloader or the course defines ``name``: a builtin, a
+    module, a name of ``torch``, ``torch.utils.data``, ``torch.utils.data.DataLoader``,
+    ``minidataloader`` or ``minidataloader_course``, a method of a common type (``put``,
+    ``is_alive``), a dunder (``__next__``), or a dotted path through any of these."""
+    if name not in _PUBLIC:
+        _PUBLIC[name] = _is_public(name)
+    return _PUBLIC[name]
+
+
+def _is_public(name: str) -> bool:
+    last = name.split(".")[-1]
+    if re.fullmatch(r"__\w+__", last):
+        return True  # Python's data model
+    if last.startswith("_"):
+        return False  # a library's private name is no API a learner is given
+    try:
+        _resolve(name)
+        return True
+    except LookupError:
+        pass
+    if "." in name:
+        return False
+    homes = ["torch", "torch.utils.data", "torch.utils.data.DataLoader",
+             "torch.utils.data.dataloader", "minidataloader", "minidataloader_course",
+             *_COMMON_TYPES]
+    for home in homes:
+        try:
+            if hasattr(_resolve(home), name):
+                return True
+        except LookupError:
+            continue
+    return False
+
+
+_STUB_NAMES: set[str] | None = None
+
+
+def stub_names() -> set[str]:
+    """What the learner's package defines from the start: every name of the shipped stubs."""
+    global _STUB_NAMES
+    if _STUB_NAMES is None:
+        from minidataloader_course.learner import stub_files
+
+        _STUB_NAMES = set().union(*(code_names(path.read_text()) for path in stub_files()))
+    return _STUB_NAMES
+
+
+def _markdown_tables(text: str) -> bool:
+    return bool(_TABLE_ROW.search(text))
+
+
+def _sentence_at(text: str, at: int) -> str:
+    """The sentence of ``text`` that holds position ``at``, on one line."""
+    ends = (". ", "? ", "! ", ".\n", "?\n", "\n\n")
+    starts = [text.rfind(end, 0, at) + len(end) for end in ends if text.rfind(end, 0, at) >= 0]
+    stops = [text.find(end, at) + 1 for end in ends if text.find(end, at) >= 0]
+    return " ".join(text[max(starts or [0]):min(stops or [len(text)])].split())
+
+
+def check_pointers(cells: list, where: str) -> None:
+    """Refuse a workbook whose text points at what it does not hold: a backticked name
+    "above" (or "below") that no code cell before (after) it defines and that is neither a
+    stub's, torch's nor Python's; "the cell above" with no code cell before it; "the loader
+    above" with no loader made before it; "the table" with no table in the workbook."""
+    code = [code_names(c.source) if c.cell_type == "code" else set() for c in cells]
+    tables = [c.cell_type == "markdown" and _markdown_tables(c.source) for c in cells]
+    loaders = [c.cell_type == "code" and bool(_LOADER_MADE.search(c.source)) for c in cells]
+    firsts = [i for i, c in enumerate(cells) if c.cell_type == "code"][:1]  # the install cell
+    problems: list[str] = []
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "markdown":
+            continue
+        before, after = slice(0, index), slice(index + 1, None)
+        text = cell.source
+
+        def refuse(at: int, what: str, text: str = text, index: int = index) -> None:
+            problems.append(f"the workbook's cell {index + 1} says "
+                            f"{_sentence_at(text, at)!r}, but {what}")
+
+        for match in _POINTED.finditer(text):
+            name, side = match.group("name"), match.group("where")
+            scope = code[before] if side == "above" else code[after]
+            known = set().union(*scope) if scope else set()
+            if not (name in known or name.split(".")[0] in known or name in stub_names()
+                    or is_public(name)):
+                refuse(match.start(), f"no code cell {side} it defines `{name}`")
+        for match in _THE_CELL.finditer(text):
+            shows = match.group("shows")
+            if not any(c.cell_type == "code" and (shows is None or shows in c.source)
+                       for i, c in enumerate(cells[:index]) if i not in firsts):
+                refuse(match.start(), "no code cell before it" + (f" shows {shows!r}" if shows
+                                                                  else " comes"))
+        for match in _THE_LOADER.finditer(text):
+            scope = loaders[before] if match.group("where").lower() == "above" else loaders[after]
+            if not any(scope):
+                refuse(match.start(), f"no cell {match.group('where').lower()} it makes a loader")
+        for match in _THE_TABLE.finditer(text):
+            side = (match.group("where") or "").lower()
+            scope = {"above": tables[before], "below": tables[after]}.get(side, tables)
+            if not any(scope):
+                refuse(match.start(), "the workbook shows no table" + (f" {side} it" if side
+                                                                       else ""))
+    if problems:
+        raise ChapterError(f"{where}: the workbook points at what it does not hold: "
+                           + "; ".join(problems) + ". Bring each into the workbook (a `workbook` "
+                           "cell, or tag the book's cell `workbook`) or reword the sentence")
+
+
+def hint_names(hint: str) -> list[str]:
+    """The names a hint points at: every ``self.x`` in its code, and every backticked name or
+    call (``helper``, ``helper(...)``), without those the hint's own code defines."""
+    spans = code_spans(hint)
+    own = set().union(*(code_names(span) for span in spans)) if spans else set()
+    found = []
+    for span in spans:
+        for attribute in re.findall(r"\bself\.(\w+)", span):
+            found.append(f"self.{attribute}")
+        named = _NAME_SPAN.match(span.strip())
+        if named and not named.group("name").startswith("self."):
+            found.append(named.group("name"))
+    return [name for name in dict.fromkeys(found) if name not in own]
+
+
+def unknown_in_hint(hint: str, known: set[str], internals: set[str]) -> list[str]:
+    """The names of ``hint`` the learner cannot know: an attribute ``self.x`` that neither
+    ``known`` (the statement, the workbook's cells before, the stub) nor Python nor torch
+    defines; a helper or method the reference defines (``internals``) that ``known`` lacks."""
+    missing = []
+    for name in hint_names(hint):
+        if name.startswith("self."):
+            attribute = name.split(".", 1)[1]
+            if name in known or attribute in known or is_public(attribute):
+                continue
+            missing.append(name)
+            continue
+        last = name.split(".")[-1]
+        if name in known or last in known or name.split(".")[0] in known or is_public(name):
+            continue
+        if last in internals or last.startswith("_"):
+            missing.append(name)
+    return missing
+
+
+def internals(source: str) -> set[str]:
+    """What a solution's module designs: its functions, classes, methods and attributes
+    (``self.x`` as ``x``), not its local variables, which a hint may name as it likes."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id == "self"):
+            names.add(node.attr)
+    return names
+
+
+def _piece_statement_names(path: pathlib.Path) -> set[str]:
+    """The names the statements of a chapter's pieces write: the learner's package has them
+    from then on, whatever chapter they read next."""
+    import jupytext
+
+    _, sections = read_sections(jupytext.read(path), path)
+    return set().union(set(), *(
+        text_names(section.exercise.statement) for section in sections
+        if section.exercise is not None and any(
+            "exercise" in _tags(cell) and _PIECE.match(cell.source.split("\n", 1)[0])
+            for _, cell in section.cells)))
+
+
+def exercise_contexts(path: pathlib.Path) -> list[tuple[str, ExerciseText, set[str]]]:
+    """For every exercise of a chapter: (its registered name, its text, what its learner has:
+    the names its statement writes, the code cells and statements of the workbook before its
+    hints, its stub, the shipped stubs, and what the statements of the pieces of earlier
+    chapters asked the learner's package to define)."""
+    import jupytext
+
+    from minidataloader_course.catalog import exercises
+
+    preamble, sections = read_sections(jupytext.read(path), path)
+    known: set[str] = set(stub_names())
+    for earlier in chapters(path.parent.parent):
+        if chapter_number(earlier) < chapter_number(path):
+            known |= _piece_statement_names(earlier)
+
+    def add(cell) -> None:
+        if cell.cell_type == "code":
+            known.update(code_names(cell.source))
+        else:
+            known.update(text_names(cell.source))
+
+    for _, cell in preamble:
+        add(cell)
+    found = []
+    for section in sections:
+        if section.question is not None:
+            known.update(text_names(section.question.question))
+            for _, cell in section.cells:
+                add(cell)
+            continue
+        known.update(text_names(section.exercise.statement))
+        stub = next(cell for _, cell in section.cells if "exercise" in _tags(cell))
+        add(stub)
+        piece = _PIECE.match(stub.source.split("\n", 1)[0])
+        if piece:
+            name = piece_exercise(piece.group("piece"), f"ch{path.name[:2]}", path.name)[0].name
+        else:
+            name = exercises()[defined_name(stub.source, path.name)].name
+        found.append((name, section.exercise, set(known)))
+        for _, cell in section.cells:
+            add(cell)
+    return found
+
+
+# ---------------------------------------------------------------------------------------
 # The workbook
 
 
@@ -514,6 +826,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
                 cells += _stub_cells(cell, tag, where, exercise.statement)
             else:
                 cells.append(_workbook_copy(cell, where))
+    check_pointers(cells, path.name)
     for index, cell in enumerate(cells):
         cell["id"] = f"{tag}-{index:02d}"
     notebook = nbformat.v4.new_notebook(cells=cells, metadata={
