@@ -409,7 +409,12 @@ CHOICES = {
     "iterable": (("false", "map-style"), ("true", "iterable")),
     "sharding": (("stride", "every W-th"), ("blocks", "blocks"), ("none", "none")),
 }
-RANGES = ("dataset_size", "batch_size", "replicas", "num_workers")  # with a slider
+# The settings with a slider, and the stretch a slider covers: narrower than the box's LIMITS,
+# so that every small value is a few pixels apart and can be dragged to (across 1-2000, ten
+# samples would be under one pixel); a larger value is typed into the box, and the slider
+# then rests at its end.
+SLIDERS = {"dataset_size": (1, 100), "batch_size": (1, 32), "replicas": (1, 8),
+           "num_workers": (0, 8)}
 WHY_STYLE = "color: var(--jp-error-color1, #cf222e); font-size: 12px; margin-left: 114px"
 # What a value below a box's lowest would mean, said next to the box when the reader types one.
 TOO_LOW = {
@@ -483,9 +488,20 @@ def _control(name: str, value, hidden: bool) -> str:
                 f'<select data-param="{name}">{options}</select></span></label>')
     low, high = LIMITS[name]
     bounds = f'min="{low}" max="{high}" step="1" value="{value}" data-param="{name}"'
-    slider = f'<input type="range" {bounds} aria-label="{text}">' if name in RANGES else ""
+    slider = ""
+    if name in SLIDERS:
+        slider_low, slider_high = SLIDERS[name]
+        slider = (f'<input type="range" min="{slider_low}" max="{slider_high}" step="1" '
+                  f'value="{_clamped(name, value)}" data-param="{name}" aria-label="{text}" '
+                  f'title="drag: {slider_low} to {slider_high}; type up to {high}">')
     return (f'<label class="mdl-control"{attrs}><span>{text}</span><span class="mdl-pair">'
             f'{slider}<input type="number" {bounds}></span></label>')
+
+
+def _clamped(name: str, value: int) -> int:
+    """Where the slider of ``name`` rests for ``value``: the value, or its nearer end."""
+    low, high = SLIDERS[name]
+    return min(max(value, low), high)
 
 
 def epoch_explorer_html(*, controls=None, **initial) -> HTMLFragment:
@@ -540,9 +556,10 @@ def epoch_explorer_widget(*, controls=None, **initial):
             controls[name] = widgets.IntText(**dict(common, layout=dict(display, width="200px")))
             why[name] = widgets.HTML(layout=dict(display))
         parts = [controls[name]]
-        if name in RANGES:
-            low, high = LIMITS[name]
-            sliders[name] = widgets.IntSlider(value=value, min=low, max=high, readout=False,
+        if name in SLIDERS:
+            low, high = SLIDERS[name]
+            sliders[name] = widgets.IntSlider(value=_clamped(name, value), min=low, max=high,
+                                              readout=False,
                                               style=style, layout=dict(size, **display))
             parts.append(sliders[name])
         rows[name] = [*parts, *([why[name]] if name in why else [])]
@@ -563,7 +580,7 @@ def epoch_explorer_widget(*, controls=None, **initial):
             return  # the view keeps what it drew; the reason is next to the box
         drawn.update(current)
         for name, slider in sliders.items():
-            slider.value = current[name]
+            slider.value = _clamped(name, current[name])
         e = effective_params(current)
         for name, off in (("shuffle", e["iterable"]), ("seed", not e["shuffle"]),
                           ("replicas", e["iterable"]), ("sampler_drop_last", e["replicas"] == 1),
@@ -573,8 +590,11 @@ def epoch_explorer_widget(*, controls=None, **initial):
                     widget.disabled = off
         view.value = f'{css}<div class="mdl-viz mdl-explorer">{render_view(e)}</div>'
 
-    def follow(name: str, change) -> None:  # a slider moved: its box takes the value
-        controls[name].value = change["new"]
+    def follow(name: str, change) -> None:
+        """A slider moved: its box takes the value, unless the slider only came to rest at
+        its end for a larger value typed into the box."""
+        if change["new"] != _clamped(name, controls[name].value):
+            controls[name].value = change["new"]
 
     for name, slider in sliders.items():
         slider.observe(functools.partial(follow, name), names="value")

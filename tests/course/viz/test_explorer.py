@@ -14,7 +14,13 @@ import pytest
 from minidataloader_course.viz import epoch_explorer_html, epoch_explorer_widget, render_view
 from minidataloader_course.viz._html import HTMLFragment, external_references
 from minidataloader_course.viz.arithmetic import epoch_arithmetic
-from minidataloader_course.viz.explorer import DEFAULTS, LIMITS, effective_params, refusal
+from minidataloader_course.viz.explorer import (
+    DEFAULTS,
+    LIMITS,
+    SLIDERS,
+    effective_params,
+    refusal,
+)
 
 from ._runs import run_in_kernel
 
@@ -187,6 +193,24 @@ def test_widget_says_why_it_refuses_a_value_and_keeps_its_view(widget, name, val
         assert widget.sliders[name].value == original
     widget.controls[name].value = original
     assert widget.why[name].value == "" and widget.view.value == before
+
+
+def test_every_small_value_is_a_slider_position_of_its_own():
+    # a slider about 180 px wide: over 1-2000, N=10 and N=3 would be under one pixel apart
+    for name, (low, high) in SLIDERS.items():
+        assert LIMITS[name][0] == low <= DEFAULTS[name] <= high <= 100, name
+    page = str(epoch_explorer_html())
+    assert re.search(r'<input type="range" min="1" max="100"[^>]*data-param="dataset_size"', page)
+    assert re.search(r'<input type="number" min="1" max="2000"[^>]*data-param="dataset_size"', page)
+
+
+def test_a_value_typed_beyond_the_slider_stays_and_the_slider_rests_at_its_end(widget):
+    widget.controls["dataset_size"].value = 500
+    assert widget.sliders["dataset_size"].value == SLIDERS["dataset_size"][1]
+    assert widget.controls["dataset_size"].value == 500
+    assert seen(widget) == expected_numbers(dataset_size=500, batch_size=3)
+    widget.sliders["dataset_size"].value = 12  # dragged back into its stretch: the box follows
+    assert widget.controls["dataset_size"].value == 12
 
 
 def test_a_slider_moves_its_box(widget):

@@ -136,6 +136,16 @@ def test_renders_and_recomputes_as_controls_move(explorer_page):
     page.watch.assert_clean()
 
 
+def test_a_value_typed_beyond_the_slider_is_drawn_and_the_slider_rests_at_its_end(explorer_page):
+    page = explorer_page
+    first = page.locator(".mdl-explorer").nth(0)
+    first.locator('input[type=number][data-param="dataset_size"]').fill("500")
+    assert first.locator('input[type=range][data-param="dataset_size"]').input_value() == "100"
+    assert first.locator('input[type=number][data-param="dataset_size"]').input_value() == "500"
+    assert shown(page, 0)["len(loader)"] == str(epoch_arithmetic(500, 3).reported_len)
+    page.watch.assert_clean()
+
+
 def test_the_drawing_follows_shuffle_seed_and_epoch(explorer_page):
     page = explorer_page
     second = page.locator(".mdl-explorer").nth(1)
