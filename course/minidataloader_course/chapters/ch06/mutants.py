@@ -29,6 +29,10 @@ MUTANTS = [
        ("        result_queue.put((batch_number, batch))",
         "        result_queue.put((sent, batch))\n        sent += 1")],
       "the batch number of its task", breaks=2),
+    m("worker_loop", "marks each task done, as with a queue.Queue",
+      [("        result_queue.put((batch_number, batch))",
+        "        result_queue.put((batch_number, batch))\n        index_queue.task_done()")],
+      "must work in a worker process, with multiprocessing queues", breaks=4),
     m("dispatch_schedule", "triggers one batch late",
       [("batch - in_flight", "batch - in_flight + 1")],
       "batch k is sent when batch k -", breaks=1),
@@ -51,7 +55,7 @@ MUTANTS = [
     m("reorder_batches", "ignores in_order=False",
       [("        if not in_order:\n            yield batch  # whatever is ready goes out at once\n"
         "            continue\n", "")],
-      "in_order=False", breaks=3),
+      "in_order=False", breaks=2),
     m("reorder_batches", "yields at most one batch per arrival",
       [("while next_number in waiting:", "if next_number in waiting:")],
       "yield both", breaks=1),
@@ -79,6 +83,27 @@ MUTANTS = [
         "                break  # out of order, a worker takes a task only when it has room\n",
         "            break\n")],
       "fewer than prefetch_factor tasks", breaks=9),
+    m("MultiProcessIterator", "keeps one early batch aside, the last that came",
+      [("self.waiting[number] = data  # early", "self.waiting = {number: data}  # early")],
+      "keep them in the reorder buffer", breaks=2),
+    m("MultiProcessIterator", "draws the base seed from the global generator, whatever the loader's",
+      [("random_(\n            generator=loader.generator)", "random_()")],
+      "draw the base seed first, from loader.generator", breaks=4),
+    m("MultiProcessIterator", "tells the workers to collate, with batch_size=None too",
+      [("self.done_event, batched,", "self.done_event, True,")],
+      "auto_collation=False", breaks=5),
+    m("MultiProcessIterator", "hands a worker's exception out as a batch",
+      [("        if isinstance(data, Exception):  # a worker's error: raised in its batch's turn\n"
+        "            raise data\n", "")],
+      "raise it when batch 2's turn comes", breaks=8),
+    m("MultiProcessIterator", "raises a worker's exception before sending the next task",
+      [("        self._dispatch()  # one batch handed out, one more task sent\n"
+        "        if isinstance(data, Exception):  # a worker's error: raised in its batch's turn\n"
+        "            raise data\n",
+        "        if isinstance(data, Exception):  # a worker's error: raised in its batch's turn\n"
+        "            raise data\n"
+        "        self._dispatch()  # one batch handed out, one more task sent\n")],
+      "raise after sending it", breaks=8),
     m("MultiProcessIterator", "leaves the workers running at the end of the epoch",
       [("                self._shutdown()\n                raise StopIteration",
         "                raise StopIteration")],
