@@ -414,6 +414,13 @@ def _loader_cases() -> list[Case]:
              "in flight", 3, persistent_workers=True, generator_seed=2, stop_after=2, epochs=3),
         case("three workers, no generator: len(loader) and the batches as torch's", 1,
              num_workers=3, batch_size=4, size=13, shuffle=False),
+        # one worker returns its results in the order it was given the tasks: what the last
+        # epoch left in flight comes before the new epoch's first batch, whatever the timing
+        case("one persistent worker, an epoch left after one batch (break): the next iter() "
+             "resets the same iterator, whose handshake throws away what the last epoch left "
+             "in flight (those results come first: one worker works in order)", 3,
+             num_workers=1, persistent_workers=True, size=8, batch_size=2, generator_seed=3,
+             stop_after=1, epochs=2),
     ]
 
 
@@ -435,13 +442,13 @@ register(Exercise(
         Rule("workers that do not persist: a new iterator (and base seed) every epoch",
              (2, 6)),
         Rule("persistent workers: one iterator, reset at later epochs (no new base seed; the workers' generators go on)",
-             (3, 4, 5)),
+             (3, 4, 5, 7)),
         Rule("with workers, `pin_fn` reaches the iterator's pin thread (`_pin_memory_fn`)",
              (4,)),
         Rule("an epoch left after `break`: the next one resets the same iterator",
-             (5,)),
+             (5, 7)),
         Rule("the global draws at `iter()`, between `iter()` and the first batch, and afterwards",
-             (1, 2, 3, 4, 5, 6)),
+             (1, 2, 3, 4, 5, 6, 7)),
     ),
     goals=(3, 5),
 ))
