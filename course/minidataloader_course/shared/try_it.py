@@ -78,11 +78,21 @@ class _TimeUp(BaseException):
     """Raised into the block by the timer (see NOTE [ How a hung cell is stopped ])."""
 
 
+def _helpers() -> set[int]:
+    """multiprocessing's own servers (the resource tracker, the forkserver): started on first
+    use, perhaps inside a block, and meant to serve the kernel for the rest of its life."""
+    from multiprocessing import forkserver, resource_tracker
+
+    pids = {getattr(resource_tracker._resource_tracker, "_pid", None),
+            getattr(forkserver._forkserver, "_forkserver_pid", None)}
+    return {pid for pid in pids if pid}
+
+
 def _running_children() -> set[int]:
     found = {process.pid for process in multiprocessing.active_children() if process.pid}
     if os.path.isdir("/proc"):
         found.update(children())
-    return found
+    return found - _helpers()
 
 
 def _alive(pid: int, processes: dict) -> bool:
@@ -267,8 +277,8 @@ class try_it:  # noqa: N801 - used as a function: `with try_it(30):`
         if not timed_out:
             if error is None and self.stopped:
                 print(f"try_it: {len(self.stopped)} process(es) started in this block still "
-                      f"ran at its end and were stopped (pids {self.stopped})",
-                      file=sys.stderr)
+                      f"ran at its end and were stopped (pids {self.stopped}): workers that "
+                      f"outlive their loader leak (chapter 10 stops them)", file=sys.stderr)
             return False  # the block's own error, if any, goes on as it is
         raise TryItTimeout(self._message(error)) from None
 
