@@ -53,6 +53,15 @@ def test_a_name_called_above_passes_once_a_cell_before_defines_it():
     make(EXERCISE + STUB + imported + POINTING)
 
 
+@pytest.mark.parametrize("phrase", ["`epoch_table(sizes)` above", "`epoch_table` (a dict) above",
+                                    "`epoch_table`, as above"])
+def test_every_way_of_pointing_above_is_checked(phrase):
+    pointing = workbook_cell(f"Compare your answer with {phrase}.")
+    with pytest.raises(ChapterError, match="`epoch_table`"):
+        make(EXERCISE + STUB + pointing)
+    make(EXERCISE + STUB + DEFINING + pointing)
+
+
 def test_a_definition_after_the_sentence_is_not_above_it():
     with pytest.raises(ChapterError, match="epoch_table"):
         make(EXERCISE + STUB + POINTING + DEFINING)

@@ -379,8 +379,8 @@ def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
 _FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
 _INLINE = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")  # a span may wrap a line, not a paragraph
 _NAME_SPAN = re.compile(r"^(?P<name>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?:\([^()]*\))?:?$")
-_POINTED = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`(?:[ \t\n]*\([^()]*\))?"
-                      r"[ \t\n]+(?P<where>above|below)\b")
+_POINTED = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`(?:[ \t\n]*\([^()]*\))?,?"
+                      r"[ \t\n]+(?:as[ \t\n]+)?(?P<where>above|below)\b")
 _THE_CELL = re.compile(r'\bthe (?:code )?cell above\b(?: that (?:shows|prints|says) "(?P<shows>[^"]+)")?',
                        re.IGNORECASE)
 _THE_LOADER = re.compile(r"\bthe loader (?P<where>above|below)\b", re.IGNORECASE)
