@@ -27,6 +27,13 @@ A chapter says what its workbook holds; nothing is written twice:
   asked for that piece, becomes ``%piece <module>.<Name>``: the learner's current version is
   loaded into the cell to be grown.
 
+A workbook stands alone: what its text points at, it holds. A backticked name "above" (or
+"below") is defined by a code cell before (after) it (``def``, ``class``, an assignment, an
+import), or is a stub's, torch's or Python's; "the cell above that shows ..." has such a cell;
+"the loader above" follows a cell that makes one; "the table" has a Markdown table. The
+generator refuses a workbook otherwise, naming the cell and the sentence (``check_pointers``;
+the same name resolution tells the tests which names a hint may use).
+
 A workbook-only cell placed between an exercise (or item) and the next belongs to the first
 one's section: put lead-ins and follow-ups right after the exercise directive (or item), and
 sections of their own (with a "## " heading) before the exercise they lead to.
@@ -37,6 +44,7 @@ from __future__ import annotations
 import argparse
 import ast
 import difflib
+import functools
 import pathlib
 import re
 import sys
@@ -626,13 +634,14 @@ def internals(source: str) -> set[str]:
     return names
 
 
-def _piece_statement_names(path: pathlib.Path) -> set[str]:
+@functools.cache  # every later chapter reads the earlier ones again
+def _piece_statement_names(path: pathlib.Path) -> frozenset[str]:
     """The names the statements of a chapter's pieces write: the learner's package has them
     from then on, whatever chapter they read next."""
     import jupytext
 
     _, sections = read_sections(jupytext.read(path), path)
-    return set().union(set(), *(
+    return frozenset().union(*(
         text_names(section.exercise.statement) for section in sections
         if section.exercise is not None and any(
             "exercise" in _tags(cell) and _PIECE.match(cell.source.split("\n", 1)[0])
