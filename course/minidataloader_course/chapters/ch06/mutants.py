@@ -85,7 +85,7 @@ MUTANTS = [
       "fewer than prefetch_factor tasks", breaks=9),
     m("MultiProcessIterator", "keeps one early batch aside, the last that came",
       [("self.waiting[number] = data  # early", "self.waiting = {number: data}  # early")],
-      "keep them in the reorder buffer", breaks=2),
+      "reorder buffer", breaks=2),
     m("MultiProcessIterator", "draws the base seed from the global generator, whatever the loader's",
       [("random_(\n            generator=loader.generator)", "random_()")],
       "draw the base seed first, from loader.generator", breaks=4),
