@@ -222,6 +222,24 @@ def test_a_block_that_ends_well_passes_its_values_and_errors_through_and_stops_l
 
 
 @pytest.mark.timeout(HARD + 30)
+def test_without_sigalrm_a_watchdog_thread_stops_the_block():
+    # Windows has no SIGALRM: there the watchdog interrupts the main thread instead
+    results = scenario("""
+        del signal.SIGALRM
+
+        def hung():
+            loader = mdl.DataLoader(HangsInWorkers(), batch_size=2, num_workers=2,
+                                    multiprocessing_context=FORK)
+            return [batch.tolist() for batch in loader]
+
+        results["hung"] = attempt(hung)
+        results["again"] = attempt(lambda: normal_batches(mdl))
+    """)
+    assert_stopped_in_time(results["hung"], "The 2 processes it started were stopped")
+    assert results["again"]["error"] is None and results["again"]["children"] == []
+
+
+@pytest.mark.timeout(HARD + 30)
 def test_multiprocessings_own_servers_started_in_a_block_outlive_it():
     # spawn starts the resource tracker, forkserver its server, on first use: inside the
     # first try-it cell that uses them; the kernel needs them for the rest of its life

@@ -215,23 +215,31 @@ class try_it:  # noqa: N801 - used as a function: `with try_it(30):`
     def _expire(self):
         if not self.expired:
             self.expired = True
-            self._stop_new()
+            # (stopping takes up to twice _STOP_WAIT: not to be interrupted by the timer)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            try:
+                self._stop_new()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, _AGAIN, _AGAIN)
         raise _TimeUp(f"more than {self.seconds:g} s")
 
     def _on_alarm(self, signum, frame):
         self._expire()
 
     def _watchdog(self):
-        if not self._done.wait(self.seconds):
-            self.expired = True
-            while not self._done.is_set():
+        deadline = self.seconds
+        while not self._done.wait(deadline):
+            with self._lock:  # never an interruption once the block has ended
+                if self._done.is_set():
+                    return
+                self.expired = True
                 _thread.interrupt_main()
-                self._done.wait(_AGAIN)
+            deadline = _AGAIN
 
     def __enter__(self):
         self._before = _running_children()
         self._start = time.monotonic()
-        self._done = threading.Event()
+        self._done, self._lock = threading.Event(), threading.Lock()
         in_main = threading.current_thread() is threading.main_thread()
         # elsewhere than the main thread no interruption reaches the block: only the clean-up
         self._mode = None if not in_main else "alarm" if hasattr(signal, "SIGALRM") else "watchdog"
@@ -243,7 +251,8 @@ class try_it:  # noqa: N801 - used as a function: `with try_it(30):`
         return self
 
     def _disarm(self):
-        self._done.set()
+        with self._lock:
+            self._done.set()
         if self._mode == "alarm":
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, signal.SIG_DFL if self._previous is None
@@ -270,8 +279,9 @@ class try_it:  # noqa: N801 - used as a function: `with try_it(30):`
         __tracebackhide__ = True  # IPython: the learner's frames, not this one
         try:
             self._disarm()
-        except _TimeUp:  # the timer fired just as the block ended
-            self.expired = True
+        except (_TimeUp, KeyboardInterrupt):  # the timer or watchdog fired as the block ended
+            if not self.expired:
+                raise
         timed_out = self.expired
         self._stop_new(grace=0.0 if (timed_out or error is not None) else _EXIT_GRACE)
         if not timed_out:
