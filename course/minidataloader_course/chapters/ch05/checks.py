@@ -556,8 +556,8 @@ register(Exercise(
     piece="dataloader.SingleProcessIterator",
     expected_from="torch: the iterator of its `DataLoader` made of the same parts",
     rules=(
-        Rule("reads nothing before `next()`; `iter` returns itself; `len` is `len(loader)`; `StopIteration` at the end",
-             (1, 9)),
+        Rule("reads nothing before `next()`; `iter` returns itself; `len` is `len(loader)` (and draws nothing: the global RNG afterwards is compared); `StopIteration` at the end",
+             (1, 3, 9)),
         Rule("torch's draws (`draws()` logs marked when the iterator is made, after the first `next()`, at the end): the one draw of the iterator when it is made, from the loader's generator or the global one, before the sampler's",
              (1, 2, 3), note="every case's log is compared"),
         Rule("the index sampler's order; the batch sampler, or the sampler without batching",

@@ -100,6 +100,9 @@ MUTANTS = [
     m("SingleProcessIterator", "counts samples in len()",
       [("return len(self.loader)", "return len(self.loader.dataset)")],
       "len(iterator)", breaks=1),
+    m("SingleProcessIterator", "counts the batches in len() by iterating the batch sampler",
+      [("return len(self.loader)", "return sum(1 for _ in self.loader.batch_sampler)")],
+      "the global RNG afterwards", breaks=1),
     m("SingleProcessIterator", "draws the base seed at the first next()",
       [("        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "            generator=loader.generator).item()\n", ""),
@@ -152,6 +155,11 @@ MUTANTS = [
     m("DataLoader", "gives the RandomSampler a generator of its own when the loader has none",
       [("RandomSampler(dataset, generator=generator)",
         "RandomSampler(dataset, generator=generator or torch.Generator())")],
+      "draws", breaks=6),
+    m("DataLoader", "counts its batches in len() by iterating the batch sampler",
+      [("        return loader_len(self.dataset, self.batch_size, self.sampler, self.batch_sampler,\n"
+        "                          self.drop_last)\n",
+        "        return sum(1 for _ in self.batch_sampler)\n")],
       "draws", breaks=6),
     m("DataLoader", "refuses a timeout without workers when it is built",
       [("                               persistent_workers)\n",
