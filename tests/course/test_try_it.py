@@ -222,6 +222,35 @@ def test_a_block_that_ends_well_passes_its_values_and_errors_through_and_stops_l
 
 
 @pytest.mark.timeout(HARD + 30)
+def test_a_loader_in_a_reference_cycle_stops_its_own_workers_before_try_it_would():
+    results = scenario("""
+        def serve(tasks):
+            while tasks.get() is not None:
+                pass
+
+
+        class CyclicLoader:  # holds its iterator, which holds it: freed by the collector
+            def __init__(self):
+                self.tasks = FORK.Queue()
+                self.worker = FORK.Process(target=serve, args=(self.tasks,))
+                self.worker.start()
+                self.iterator = self
+                results["worker"] = self.worker
+
+            def __del__(self):
+                self.tasks.put(None)
+                self.worker.join(timeout=10)
+
+
+        results["block"] = attempt(lambda: CyclicLoader() and "made")
+        results["exitcode"] = results.pop("worker").exitcode
+    """)
+    assert results["block"]["error"] is None and results["block"]["children"] == []
+    assert results["exitcode"] == 0, results  # it ended on its own: no SIGTERM
+    assert "still ran at its end" not in results["stderr"]
+
+
+@pytest.mark.timeout(HARD + 30)
 def test_without_sigalrm_a_watchdog_thread_stops_the_block():
     # Windows has no SIGALRM: there the watchdog interrupts the main thread instead
     results = scenario("""

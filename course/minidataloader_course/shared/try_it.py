@@ -39,6 +39,7 @@ with a watchdog thread that interrupts the main thread (``_thread.interrupt_main
 from __future__ import annotations
 
 import _thread
+import gc
 import multiprocessing
 import os
 import signal
@@ -277,6 +278,14 @@ class try_it:  # noqa: N801 - used as a function: `with try_it(30):`
 
     def __exit__(self, kind, error, tb):
         __tracebackhide__ = True  # IPython: the learner's frames, not this one
+        if error is None and not self.expired:
+            # A loader caught in a reference cycle (a loader and its iterator that hold each
+            # other) stops its workers when the garbage collector frees it: let it do so now,
+            # still under the time limit (its clean-up might hang), rather than stop them.
+            try:
+                gc.collect()
+            except _TimeUp:
+                pass
         try:
             self._disarm()
         except (_TimeUp, KeyboardInterrupt):  # the timer or watchdog fired as the block ended
