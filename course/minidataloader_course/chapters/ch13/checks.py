@@ -447,7 +447,8 @@ register(Exercise(
              (4,)),
         Rule("an epoch left after `break`: the next one resets the same iterator",
              (5, 7)),
-        Rule("the global draws at `iter()`, between `iter()` and the first batch, and afterwards",
+        Rule("every generator where torch's leaves it (`len` draws nothing): the global draws at "
+             "`iter()`, between `iter()` and the first batch, and afterwards",
              (1, 2, 3, 4, 5, 6, 7)),
     ),
     goals=(3, 5),

@@ -70,4 +70,7 @@ MUTANTS = [
       [("        self.generator = generator\n",
         "        self.generator = generator if generator is not None else torch.Generator()\n")],
       "torch.rand(1) drawn between iter(loader) and the first batch", breaks=6),
+    m("AssembledLoader", "counts the batches in len() by running an epoch",
+      [("        return len(self.batch_sampler)\n", "        return sum(1 for _ in self)\n")],
+      "epoch 1", breaks=6),
 ]
