@@ -26,14 +26,22 @@ once instead of hanging in its turn. The timer stays armed with a short interval
 block has ended, so clean-up code that hangs anyway is interrupted again. Forked workers do
 not inherit the timer.
 
-While it stops processes, SIGCHLD is ignored: torch's loader watches its workers with a
-SIGCHLD handler that raises "DataLoader worker ... is killed by signal" in the main thread,
-which would replace the message that says what hung. Workers that are ``multiprocessing``
-processes (torch's, the package's, the learner's) are reaped with their own ``join``, so
-their ``is_alive()`` stays true to what happened.
+While it stops processes, SIGCHLD has no handler (SIG_DFL; not SIG_IGN, with which the
+system would reap the children itself and ``join()`` could no longer tell that they ended):
+torch's loader watches its workers with a SIGCHLD handler that raises "DataLoader worker ...
+is killed by signal" in the main thread, which would replace the message that says what
+hung. Workers that are ``multiprocessing`` processes (torch's, the package's, the
+learner's) are reaped with their own ``join``, so their ``is_alive()`` stays true.
 
-Without SIGALRM in reach (Windows, or a block run outside the main thread) the block runs
-with a watchdog thread that interrupts the main thread (``_thread.interrupt_main``) instead.
+Not stopped: multiprocessing's own servers (the resource tracker that spawn starts, the
+forkserver), which a block may start on first use and the kernel keeps using afterwards.
+A block that ends well first lets the garbage collector free what it left (a loader and its
+iterator that hold each other), still under the time limit, so that such a loader's workers
+end on their own; only what still runs then is stopped, with a note on stderr.
+
+Without SIGALRM (Windows) a watchdog thread interrupts the main thread instead
+(``_thread.interrupt_main``: a KeyboardInterrupt). A block run outside the main thread gets
+the clean-up only: no interruption reaches it there.
 """
 
 from __future__ import annotations
