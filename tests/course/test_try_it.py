@@ -245,7 +245,8 @@ def test_a_loader_in_a_reference_cycle_stops_its_own_workers_before_try_it_would
         results["block"] = attempt(lambda: CyclicLoader() and "made")
         results["exitcode"] = results.pop("worker").exitcode
     """)
-    assert results["block"]["error"] is None and results["block"]["children"] == []
+    assert results["block"]["error"] is None, results
+    assert results["block"]["children"] == []
     assert results["exitcode"] == 0, results  # it ended on its own: no SIGTERM
     assert "still ran at its end" not in results["stderr"]
 

@@ -100,7 +100,16 @@ def _helpers() -> set[int]:
 def _running_children() -> set[int]:
     found = {process.pid for process in multiprocessing.active_children() if process.pid}
     if os.path.isdir("/proc"):
-        found.update(children())
+        for attempt in range(5):
+            try:
+                found.update(children())
+                break
+            except OSError:
+                # A queue freed a moment ago may still have its feeder thread close a file
+                # descriptor that the directory listing has just been given (EBADF): look again
+                if attempt == 4:
+                    raise
+                time.sleep(0.01)
     return found - _helpers()
 
 
