@@ -6,6 +6,11 @@ The runs are the chapter's own (``chapters.ch13.capstone``); they take ``data``,
 ``DataLoader``, ``random_split`` and ``Subset``. The learner's side gets their ``DataLoader``
 with torch's ``random_split`` and ``Subset`` (the runs call them, not the learner's code).
 
+Two ranks: the learner's loader, given torch's ``DistributedSampler``, in each of two ranks of a
+real process group (gloo over loopback, ``shared/ranks.py``); every rank's batches must be what
+torch's loader gives that rank. The ranks are spawned processes, which import the learner's
+package from its folder.
+
 Pinning: without an accelerator neither loader pins, so the runs hand the training loader a
 stand-in pin function (chapter 9's hook, ``loader._pin_memory_fn``), which copies each batch
 and counts it. The learner's iterator calls it in its pin thread; torch's loader knows no such
@@ -16,6 +21,8 @@ anything but batches, shows in the count.
 
 from __future__ import annotations
 
+import multiprocessing
+import pathlib
 import types
 import warnings
 
@@ -24,6 +31,8 @@ import torch.utils.data
 
 from minidataloader_course.chapters.ch13 import capstone
 from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
+from minidataloader_course.learner.package import import_package
+from minidataloader_course.shared.ranks import spawn_ranks
 
 
 class StandInPin:
@@ -97,6 +106,58 @@ def pinned_as_it_is(data, spec: dict) -> dict:
             "warnings about pin_memory (their category)": about_pinning}
 
 
+class DrawnWhereRead(torch.utils.data.Dataset):
+    """Sample ``i`` is ``[i, a number from 0 to 999 drawn where it is read]``: in a worker,
+    from the seed the loader gave that worker."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        return torch.tensor([index, int(torch.randint(1000, ()))])
+
+
+def rank_batches(package: str | None, dataset_size: int, batch_size: int, num_workers: int,
+                 epochs: int) -> list:
+    """A job for one rank: the batches of each epoch, from the learner's DataLoader (from the
+    package folder ``package``) or torch's (``None``), reading torch's DistributedSampler,
+    which asks the process group for the rank."""
+    data = torch.utils.data if package is None else import_package(pathlib.Path(package))
+    torch.manual_seed(0)  # every rank alike, as training scripts do
+    dataset = DrawnWhereRead(dataset_size)
+    sampler = torch.utils.data.DistributedSampler(dataset, seed=0)
+    # fork where it exists, whatever start method the milestone runs with: spawned workers
+    # import torch and the course again (seconds each, in each rank); the other suites
+    # already start the workers with the start method in use
+    context = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    loader = data.DataLoader(dataset, batch_size=batch_size, sampler=sampler,
+                             num_workers=num_workers, multiprocessing_context=context)
+    seen = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        batches = iter(loader)
+        if package is not None and not type(batches).__module__.startswith(data.__name__):
+            # no tripwire watches these processes: the epoch must at least be the learner's
+            raise TypeError(f"iter(DataLoader) gave a {type(batches).__module__}."
+                            f"{type(batches).__name__}: your DataLoader must run its epochs "
+                            "with its own iterator")
+        seen.append([batch.tolist() for batch in batches])
+    return seen
+
+
+def on_two_ranks(data, spec: dict) -> dict:
+    package = None if data is torch.utils.data else str(pathlib.Path(data.__file__).parent)
+    # forked ranks: spawned ones import torch and the course again, a minute on a busy machine
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    gathered = spawn_ranks([("batches", rank_batches, dict(package=package, **spec))],
+                           world_size=2, timeout=100, start_method=method)
+    return {f"rank {rank}'s batches, epoch by epoch": batches
+            for rank, batches in enumerate(gathered["batches"])}
+
+
 def describe(spec: dict) -> str:
     what = {"diabetes": "Run 1, chapter 1's diabetes network (the split, the weights and "
                         "the shuffles from the global generator)",
@@ -134,5 +195,22 @@ register_milestone(Milestone(
               hint="the shifts are drawn in the workers: each worker seeded with base_seed + "
                    "its id, once (they persist: the second epoch goes on from there), batch "
                    "i to worker i % 2"),
+        Suite(name="two ranks, each with a DistributedSampler",
+              cases=lambda: [{"dataset_size": 11, "batch_size": 2, "num_workers": 2,
+                              "epochs": 2}],
+              observe=on_two_ranks,
+              describe=lambda spec: (
+                  "two ranks of a gloo process group on 127.0.0.1 (spawned processes), each: "
+                  f"torch.manual_seed(0), DataLoader({spec['dataset_size']} samples [i, a "
+                  "number drawn where it is read], batch_size="
+                  f"{spec['batch_size']}, sampler=DistributedSampler(dataset, seed=0), "
+                  f"num_workers={spec['num_workers']}, multiprocessing_context='fork'), "
+                  f"{spec['epochs']} epochs, "
+                  "sampler.set_epoch(epoch) before each"),
+              time_limit=150.0,
+              hint="each rank reads the indices of the sampler it is given, and set_epoch "
+                   "changes them between epochs; the ranks seed torch alike, so their "
+                   "workers' seeds (base_seed + worker id, base_seed drawn from the global "
+                   "generator) are alike too, as torch's are"),
     ],
 ))
