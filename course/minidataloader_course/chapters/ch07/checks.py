@@ -460,7 +460,9 @@ def _stream_iterator_cases() -> list[Case]:
                       "drop_last drops: each worker ends at its own time", watch=()),
         iterator_case(("numbers", 10), {"batch_size": 3, "num_workers": 3,
                                         "prefetch_factor": 1},
-                      "a map-style dataset: every worker stays active, as in chapter 6"),
+                      "a map-style dataset: every worker stays active, as in chapter 6, and no "
+                      "StreamEnded comes: the epoch ends when the sampler has run out and every "
+                      "batch sent has been handed out"),
     ]
 
 
