@@ -21,7 +21,6 @@ anything but batches, shows in the count.
 
 from __future__ import annotations
 
-import multiprocessing
 import pathlib
 import types
 import warnings
@@ -30,6 +29,7 @@ import torch
 import torch.utils.data
 
 from minidataloader_course.chapters.ch13 import capstone
+from minidataloader_course.chapters.multiprocess_cases import HAS_FORK
 from minidataloader_course.checker.milestones import Milestone, Suite, register_milestone
 from minidataloader_course.learner.package import import_package
 from minidataloader_course.shared.ranks import spawn_ranks
@@ -132,7 +132,7 @@ def rank_batches(package: str | None, dataset_size: int, batch_size: int, num_wo
     # fork where it exists, whatever start method the milestone runs with: spawned workers
     # import torch and the course again (seconds each, in each rank); the other suites
     # already start the workers with the start method in use
-    context = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = "fork" if HAS_FORK else None
     loader = data.DataLoader(dataset, batch_size=batch_size, sampler=sampler,
                              num_workers=num_workers, multiprocessing_context=context)
     seen = []
@@ -151,7 +151,7 @@ def rank_batches(package: str | None, dataset_size: int, batch_size: int, num_wo
 def on_two_ranks(data, spec: dict) -> dict:
     package = None if data is torch.utils.data else str(pathlib.Path(data.__file__).parent)
     # forked ranks: spawned ones import torch and the course again, a minute on a busy machine
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    method = "fork" if HAS_FORK else "spawn"
     gathered = spawn_ranks([("batches", rank_batches, dict(package=package, **spec))],
                            world_size=2, timeout=100, start_method=method)
     return {f"rank {rank}'s batches, epoch by epoch": batches
