@@ -474,20 +474,12 @@ def _resolve(dotted: str):
     return target
 
 
-_PUBLIC: dict[str, bool] = {}
-
-
+@functools.cache
 def is_public(name: str) -> bool:
     """Whether Python, torch, minidataloader or the course defines ``name``: a builtin, a
     module, a name of ``torch``, ``torch.utils.data``, ``torch.utils.data.DataLoader``,
     ``minidataloader`` or ``minidataloader_course``, a method of a common type (``put``,
     ``is_alive``), a dunder (``__next__``), or a dotted path through any of these."""
-    if name not in _PUBLIC:
-        _PUBLIC[name] = _is_public(name)
-    return _PUBLIC[name]
-
-
-def _is_public(name: str) -> bool:
     last = name.split(".")[-1]
     if re.fullmatch(r"__\w+__", last):
         return True  # Python's data model
