@@ -73,11 +73,17 @@ def take(iterable: Iterable, limit: int = 10_000) -> list:
 class Rule:
     """A rule an exercise's statement states, and the hidden cases that test it: their
     numbers, from 1, in the order ``cases()`` returns them (``note``: which of them test a
-    special case of the rule)."""
+    special case of the rule).
+
+    ``parity`` marks a rule that is torch's exact behaviour rather than the concept the
+    exercise teaches, in a few words the verdict shows ("draw order", "chunks of 32"): a
+    learner who has the concept and misses only such rules is told so. Empty for a concept
+    rule. Milestones demand both."""
 
     text: str
     cases: tuple[int, ...]
     note: str = ""
+    parity: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Hints that teach, and learning goals that are assessed (issue 15):
 
-- every exercise of a finished chapter has tiered hints: Hint 1 (a nudge), Hint 2 (the
-  approach), Hint 3 (near-code), and none of them holds a line of the solution;
+- every exercise of a finished chapter has tiered hints that teach (issue 29): Hint 1 a
+  question, Hint 2 the idea, Hint 3 a skeleton with blanks (a ``~~~python`` block whose
+  blanks are ``____``), and none of them holds a line of the solution;
 - a hidden case that points at a hint tier (``Case(tier=...)``) points at one its exercise has;
 - every learning goal of a finished chapter is assessed: an exercise, an item or a milestone
   declares it (``goals=``), and course/EXERCISES.md, the table made from the declarations,
@@ -25,7 +26,11 @@ from minidataloader_course.catalog import mutants
 from minidataloader_course.learner import reference_source
 
 FINISHED = tuple(range(1, 15))  # every chapter
-TIERS = ("Hint 1: a nudge", "Hint 2: the approach", "Hint 3: near-code")
+TIERS = ("Hint 1: a question", "Hint 2: the idea", "Hint 3: a skeleton")
+# TRANSITION (stop 35): chapters move to TIERS one by one; remove OLD_TIERS once all have.
+OLD_TIERS = ("Hint 1: a nudge", "Hint 2: the approach", "Hint 3: near-code")
+BLANK = "____"
+_SKELETON = re.compile(r"^~~~python[ \t]*\n(?P<code>.*?)^~~~[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def chapter(number: int) -> list[pathlib.Path]:
@@ -63,8 +68,30 @@ def ids(entry) -> str:
 @pytest.mark.parametrize("entry", FINISHED_EXERCISES, ids=ids)
 def test_every_exercise_has_three_hint_tiers(entry):
     _, name, text = entry
-    assert [hint.title for hint in text.hints] == list(TIERS), (
+    titles = [hint.title for hint in text.hints]
+    assert titles in (list(TIERS), list(OLD_TIERS)), (
         f"{name}: the hints must be {TIERS}, in order")
+
+
+def sentences(text: str) -> list[str]:
+    prose = re.sub(r"^~~~.*?^~~~[ \t]*$", " ", text, flags=re.MULTILINE | re.DOTALL)
+    return [s for s in re.split(r"(?<=[.?!:])\s+", " ".join(prose.split())) if s]
+
+
+@pytest.mark.parametrize("entry", FINISHED_EXERCISES, ids=ids)
+def test_hint_tiers_teach(entry):
+    """Hint 1 asks, Hint 3 hands over a skeleton with blanks, never complete code."""
+    _, name, text = entry
+    if [hint.title for hint in text.hints] != list(TIERS):
+        pytest.skip("TRANSITION: this chapter's hints still have the old titles")
+    question, _, skeleton = (hint.body for hint in text.hints)
+    assert sentences(question) and sentences(question)[-1].endswith("?"), (
+        f"{name}: Hint 1 is a question about the learner's own code: end it with one")
+    blocks = _SKELETON.findall(skeleton)
+    assert blocks, (f"{name}: Hint 3 is a skeleton: a ~~~python block of the shape of the "
+                    f"answer, with blanks written {BLANK}")
+    assert all(BLANK in block for block in blocks), (
+        f"{name}: every skeleton in Hint 3 leaves blanks ({BLANK}) for the learner to fill")
 
 
 SHORTEST = 30  # characters: shorter code is a name or a call a hint may well mention
