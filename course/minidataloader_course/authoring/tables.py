@@ -65,6 +65,11 @@ def _cases(rule) -> str:
     return text + (f" ({rule.note})" if rule.note else "")
 
 
+def rule_text(rule) -> str:
+    """The rule's text, marked when it is torch's detail rather than the concept."""
+    return f"{rule.text} *(torch's detail: {rule.parity})*" if rule.parity else rule.text
+
+
 def _mistakes(mistakes: list[str]) -> str:
     """The mistakes as table text: a ``|`` would end the cell."""
     return "; ".join(m.replace("|", "\\|") for m in mistakes) or "**none**"
@@ -80,7 +85,11 @@ def tables() -> str:
            "*Expected from*: **torch** means the check computes the expected values by running "
            "torch (the exercise's `oracle`), **reference** the model solution (where the rule is "
            "the book's own design or arithmetic). Delegation to torch's or the package's pieces "
-           "is refused on every case; types are compared strictly on every case.", ""]
+           "is refused on every case; types are compared strictly on every case.", "",
+           "*torch's detail*: a rule marked so is torch's exact behaviour rather than the "
+           "concept (the rule's `parity`). A learner whose answer fails only such rules' cases "
+           "is told \"✔ the concept; N of torch's exact cases left\"; it is still no pass, and "
+           "milestones demand both.", ""]
     exercises = catalog.exercises()
     breaking: dict[tuple[str, int], list[str]] = {}
     for mutant in catalog.mutants():
@@ -100,7 +109,7 @@ def tables() -> str:
                 continue
             for index, rule in enumerate(exercise.rules, 1):
                 head = f"`{name}` ({exercise.expected_from})" if index == 1 else ""
-                out.append(f"| {head} | {rule.text} | {_cases(rule)} | "
+                out.append(f"| {head} | {rule_text(rule)} | {_cases(rule)} | "
                            f"{_mistakes(breaking.get((name, index), []))} |")
         out.append("")
     return "\n".join(out)

@@ -45,6 +45,8 @@ INLINE_NOTE = (
     "If a check never finishes, interrupt the kernel (the ■ button) and look for a loop that "
     "never ends.")
 _inline_note_given = False
+PARITY_NOTE = ("what is left is torch's exact behaviour, not the idea; the milestones compare "
+               "your loader with torch, so they need it too")
 
 
 class Outcome(str, enum.Enum):
@@ -65,6 +67,7 @@ class Outcome(str, enum.Enum):
     KILLED = "killed"  # by a signal
     EXITED = "exited"  # os._exit, before the check was done
     NOT_ATTEMPTED = "not attempted"  # every case still raised NotImplementedError
+    CONCEPT = "concept"  # every concept case right; only torch's exact cases wrong
     PASSED = "passed"
 
 
@@ -98,6 +101,9 @@ WORDING = {
              "check again"),
     Outcome.WRONG: Wording(FAILED, _CASES_RIGHT, "{problem}", "{case_hint}", shows_values=True),
     Outcome.ENDLESS: Wording(FAILED, _CASES_RIGHT, "{problem}", "{case_hint}", shows_values=True),
+    Outcome.CONCEPT: Wording(
+        FAILED, "{left} of torch's exact cases left ({parity}): {name} is right on the other "
+                "{right} hidden cases", "{problem}", "{case_hint}", shows_values=True),
     Outcome.MUTATED: Wording(
         FAILED, _CASES_RIGHT, "{problem}",
         "whoever called your code still holds that object and may use it again: it must not "
@@ -387,7 +393,7 @@ def _excerpts(before, after) -> tuple[str, str]:
 
 def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildReport) -> Verdict:
     global _inline_note_given
-    outcome, index, details = _what_happened(cases, report)
+    outcome, index, details = _what_happened(exercise, cases, report)
     wording = WORDING[outcome]
     allowed = ", ".join(exercise.allowed)
     fields = {"name": exercise.name, "total": len(cases), "limit": exercise.time_limit,
@@ -400,6 +406,9 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
                       problem=wording.problem.format(**fields), hint=wording.hint.format(**fields),
                       output=report.output, printed=report.printed,
                       in_doubt=IF_IN_DOUBT if wording.doubtful or details.get("internal") else "")
+    verdict.concept = outcome is Outcome.CONCEPT
+    if verdict.concept:
+        verdict.note = PARITY_NOTE
     if index is not None:
         verdict.case_number = index + 1
     if wording.shows_case and index is not None:
@@ -407,7 +416,8 @@ def _judge(exercise: Exercise, cases: list[Case], expected: list, report: ChildR
     if wording.shows_values:
         verdict.expected, verdict.got = short(expected[index]), details["got"]
     if not CAN_FORK and not _inline_note_given:
-        verdict.note, _inline_note_given = INLINE_NOTE, True
+        verdict.note = f"{verdict.note}. {INLINE_NOTE}" if verdict.note else INLINE_NOTE
+        _inline_note_given = True
     return verdict
 
 
@@ -420,10 +430,52 @@ def _case_hint(exercise: Exercise, case: Case) -> str:
             f"Stuck? Open Hint {case.tier} under the exercise")
 
 
-def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int | None, dict]:
+# NOTE [ Concept cases and torch's exact cases ]
+# A rule with ``parity`` is torch's exact behaviour (a draw order, an exact message) rather
+# than the concept an exercise teaches. A case that tests any concept rule is a concept case;
+# one that tests parity rules only is a parity case (a case in no rule counts as a concept
+# case). The verdict tells a learner who has the concept and misses only torch's detail so:
+# "✔ the concept; 2 of torch's exact cases left (draw order)", then the first such case with
+# expected, got and hint. It is still no pass (status "failed"): milestones compare the
+# learner's loader with torch and need both.
+# To say it, the check must know every case's outcome, and it does: the child runs every case
+# under the one time limit of the exercise and stops early only on sys.exit or a flood of
+# output (``_reader_body``), so no case runs that did not run before, the time limit means
+# what it meant, and the expected results (NOTE [ Expected results are computed once ]),
+# computed for every case, are the same. What changes is which failure the verdict shows:
+#   - a concept case went wrong: the first such case, today's ✘ verdict of that case, even
+#     when a parity case before it went wrong too (the concept first);
+#   - only parity cases went wrong, each with a wrong value (or an endless iterator), and
+#     every case was run to the end: "✔ the concept", with the first of them;
+#   - anything else (a parity case that timed out, crashed, printed too much, mutated its
+#     input, delegated; a run cut short before every concept case was seen): today's verdict,
+#     of the first case that went wrong.
+
+
+def parity_cases(exercise: Exercise) -> dict[int, list[str]]:
+    """The parity cases of the exercise (indices, from 0), each with the parity words of the
+    rules it tests: cases that test parity rules only (NOTE [ Concept cases and torch's exact
+    cases ])."""
+    concept = {number for rule in exercise.rules if not rule.parity for number in rule.cases}
+    found: dict[int, list[str]] = {}
+    for rule in exercise.rules:
+        for number in rule.cases:
+            if rule.parity and number not in concept:
+                words = found.setdefault(number - 1, [])
+                if rule.parity not in words:
+                    words.append(rule.parity)
+    return found
+
+
+_PARITY_OUTCOMES = (Outcome.WRONG, Outcome.ENDLESS)  # a wrong answer, nothing worse
+
+
+def _what_happened(exercise: Exercise, cases: list[Case],
+                   report: ChildReport) -> tuple[Outcome, int | None, dict]:
     """The first thing that went wrong (or PASSED), the index of the case it happened on (or
     None), and the details its wording needs. A case that went wrong before the run timed
-    out or crashed is the first thing that went wrong."""
+    out or crashed is the first thing that went wrong; a concept case's failure comes before
+    a parity case's (NOTE [ Concept cases and torch's exact cases ])."""
     built_on = [message[1] for message in report.messages if message[0] == "delegated"]
     if built_on:
         return Outcome.BUILT_ON, None, {"piece": built_on[0]}
@@ -432,9 +484,20 @@ def _what_happened(cases: list[Case], report: ChildReport) -> tuple[Outcome, int
     kinds = [outcome["outcome"] for outcome in outcomes.values()]
     if report.finished and kinds and all(kind is Outcome.UNFINISHED for kind in kinds):
         return Outcome.NOT_ATTEMPTED, None, {}
-    for index, outcome in outcomes.items():
-        if outcome["outcome"] is not Outcome.RIGHT:
-            return outcome["outcome"], index, {**outcome, "right": kinds.count(Outcome.RIGHT)}
+    parity = parity_cases(exercise)
+    wrong = [index for index, outcome in outcomes.items() if outcome["outcome"] is not Outcome.RIGHT]
+    if wrong:
+        index = next((i for i in wrong if i not in parity), wrong[0])
+        details = {**outcomes[index], "right": kinds.count(Outcome.RIGHT)}
+        everything_seen = (report.finished and report.printed <= OUTPUT_KEPT
+                           and len(outcomes) == len(cases))
+        if (index in parity and everything_seen and len(parity) < len(cases)
+                and all(outcomes[i]["outcome"] in _PARITY_OUTCOMES
+                        and not outcomes[i].get("internal") for i in wrong)):
+            words = [w for i in wrong for w in parity[i]]
+            details.update(left=len(wrong), parity=", ".join(dict.fromkeys(words)))
+            return Outcome.CONCEPT, index, details
+        return details.pop("outcome"), index, details
     started = [index for kind, index, *_ in report.messages if kind == "start"]
     current = started[-1] if started else None
     if report.printed > OUTPUT_KEPT:

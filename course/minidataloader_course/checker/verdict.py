@@ -16,6 +16,10 @@ _COLOURS = {  # border, background, heading text
     NOT_ATTEMPTED: ("#757575", "#f4f4f4", "#424242"),
     NOT_ANSWERED: ("#757575", "#f4f4f4", "#424242"),
 }
+# a failure on torch's exact cases only: the concept is right (NOTE [ Concept cases and
+# torch's exact cases ] in check.py). Still no pass, in its own colours
+CONCEPT_MARK = "✔ the concept"
+_CONCEPT_COLOURS = ("#ef6c00", "#fff6e8", "#9a4a00")
 OUTPUT_SHOWN_LINES = 12
 OUTPUT_SHOWN_CHARS = 1_200
 ISSUES = "https://github.com/minidataloader/minidataloader/issues"  # a test compares _config.yml
@@ -37,7 +41,9 @@ class Verdict:
     checker's or the machine's sets it (a time limit ran out, the child was killed or exited
     unexpectedly, the checker could not compare); a plain wrong answer's verdict has none.
     ``case_number`` is the number (from 1) of the hidden case that failed, or None: the
-    exercise's ``rules`` name their cases by these numbers.
+    exercise's ``rules`` name their cases by these numbers. ``concept`` is True for a failure
+    on torch's exact cases only (rules with ``parity``): every concept case was right, and the
+    verdict opens with "✔ the concept; " instead of "✘ failed: ". It is still no pass.
     """
 
     exercise: str
@@ -53,10 +59,17 @@ class Verdict:
     note: str = ""
     in_doubt: str = ""
     case_number: int | None = None
+    concept: bool = False
 
     @property
     def passed(self) -> bool:
         return self.status == PASSED
+
+    def heading(self) -> str:
+        """The first line: the mark, then the summary."""
+        if self.concept and self.status == FAILED:
+            return f"{CONCEPT_MARK}; {self.summary}"
+        return f"{_MARK[self.status]}: {self.summary}"
 
     def _rows(self) -> list[tuple[str, str]]:
         rows = [("case", self.case), ("expected", self.expected), ("got", self.got),
@@ -74,7 +87,7 @@ class Verdict:
         return excerpt
 
     def __str__(self) -> str:
-        text = [f"{_MARK[self.status]}: {self.summary}"]
+        text = [self.heading()]
         text += [f"  {label + ':':<9} {value}" for label, value in self._rows()]
         excerpt = self._output_excerpt()
         if excerpt:
@@ -85,7 +98,9 @@ class Verdict:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        border, background, heading = _COLOURS[self.status]
+        concept = self.concept and self.status == FAILED
+        border, background, ink = _CONCEPT_COLOURS if concept else _COLOURS[self.status]
+        mark, separator = (CONCEPT_MARK, "; ") if concept else (_MARK[self.status], ": ")
         e = html.escape
         rows = "".join(
             f'<tr><td style="padding:1px 10px 1px 0;vertical-align:top;text-align:left;color:#555">{e(label)}</td>'
@@ -96,10 +111,11 @@ class Verdict:
                    f'<pre style="margin:2px 0 0;padding:4px;background:#fff;max-height:12em;'
                    f'overflow:auto">{e(excerpt)}</pre>') if excerpt else ""
         return (
-            f'<div class="mdl-verdict mdl-{self.status.replace(" ", "-")}" style="border-left:5px '
+            f'<div class="mdl-verdict mdl-{self.status.replace(" ", "-")}'
+            f'{" mdl-concept" if concept else ""}" style="border-left:5px '
             f'solid {border};background:{background};padding:6px 10px;margin:4px 0;'
             f'font-size:0.92em;line-height:1.4">'
-            f'<div style="color:{heading};font-weight:bold">{e(_MARK[self.status])}: '
+            f'<div style="color:{ink};font-weight:bold">{e(mark)}{separator}'
             f'<span style="font-weight:normal">{e(self.summary)}</span></div>'
             f'{_table(rows)}{printed}</div>')
 

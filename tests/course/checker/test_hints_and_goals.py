@@ -168,9 +168,17 @@ def test_the_rule_table_names_the_mistakes_that_break_each_rule():
     known = exercises()
     for mutant in mutants():
         rule = known[mutant.exercise].rules[mutant.breaks - 1]
-        assert any(f"| {rule.text} |" in row and mutant.mistake.replace("|", "\\|") in
+        assert any(f"| {tables.rule_text(rule)} |" in row and mutant.mistake.replace("|", "\\|") in
                    row.rsplit(" | ", 1)[-1] for row in rows), (
             f"{mutant.id}: not in the row of rule {mutant.breaks} ({rule.text!r})")
+
+
+def test_the_rule_table_marks_torchs_detail():
+    from minidataloader_course.checker.framework import Rule
+
+    assert tables.rule_text(Rule("the order torch draws", (1,), parity="draw order")) == (
+        "the order torch draws *(torch's detail: draw order)*")
+    assert tables.rule_text(Rule("every index once", (1,))) == "every index once"
 
 
 def verdict_hints(exercise) -> str:

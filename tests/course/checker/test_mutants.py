@@ -14,7 +14,8 @@ import pytest
 
 from minidataloader_course import check, exercises
 from minidataloader_course.catalog import mutants
-from tests.course.checker.answers import answered
+from tests.course.checker import parity_toy
+from tests.course.checker.answers import answered, learner_module, mutated
 
 MUTANTS = mutants()
 EXERCISES = {name: ex for name, ex in exercises().items() if ex.chapter.startswith("ch")}
@@ -49,6 +50,10 @@ def test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule(mutant, tmp_p
     with answered(tmp_path, exercise, mutant.changes) as answer, \
             contextlib.redirect_stdout(io.StringIO()):  # check() prints outside Jupyter
         verdict = check(answer, name=exercise.name)
+    assert_refused_on_its_rule(mutant, exercise, verdict)
+
+
+def assert_refused_on_its_rule(mutant, exercise, verdict):
     text = str(verdict)
     assert verdict.status == "failed", f"the mistake ({mutant.mistake}) was not refused:\n{text}"
     missing = [words for words in mutant.says if words not in text]
@@ -57,3 +62,15 @@ def test_a_wrong_variant_is_refused_and_the_verdict_names_the_rule(mutant, tmp_p
     assert verdict.case_number in rule.cases, (
         f"the mutant breaks rule {mutant.breaks} ({rule.text!r}, cases {rule.cases}), and the "
         f"verdict fails on case {verdict.case_number}:\n{text}")
+
+
+@pytest.mark.parametrize("mutant", parity_toy.MUTANTS, ids=lambda mutant: mutant.mistake)
+def test_mutants_of_parity_rules_and_concept_rules_are_refused_on_their_rule(mutant, tmp_path):
+    """The same promise with rules marked ``parity`` (no chapter's exercise may have one yet):
+    a toy exercise, its solution written in a module of the learner's own."""
+    with parity_toy.registered() as exercise, contextlib.redirect_stdout(io.StringIO()):
+        source = mutated(parity_toy.SOLUTION, mutant.changes)
+        verdict = check(getattr(learner_module(tmp_path, source), exercise.name),
+                        name=exercise.name)
+    assert_refused_on_its_rule(mutant, exercise, verdict)
+    assert verdict.concept == bool(exercise.rules[mutant.breaks - 1].parity), str(verdict)
