@@ -135,12 +135,16 @@ def test_a_hint_tier_and_an_answer_open_on_a_click(page, built_book):
     open_page(page, built_book / CHAPTER_1)
     hints = page.locator("div.exercise").first.locator(".admonition.hint")
     assert [hints.nth(k).locator(".admonition-title").inner_text().strip()
-            for k in range(hints.count())] == ["Hint 1: a nudge", "Hint 2: the approach",
-                                               "Hint 3: near-code"]
-    second = hints.nth(1)
-    open_on_click(page, second)
-    assert "Integer division counts the full batches" in second.inner_text()
+            for k in range(hints.count())] == ["Hint 1: a question", "Hint 2: the idea",
+                                               "Hint 3: a skeleton"]
+    open_on_click(page, hints.nth(1))
     assert "toggle-hidden" in hints.nth(2).get_attribute("class")  # one tier at a time
+    skeleton = hints.nth(2)
+    skeleton.locator("button.toggle-button").first.click()
+    page.wait_for_timeout(300)
+    code = skeleton.locator("div.highlight pre").first  # a code block, whole lines shown
+    assert code.is_visible() and "____" in code.inner_text()
+    assert code.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth + 1")
 
     items = page.locator(".admonition.check-yourself")
     assert items.count() >= 4

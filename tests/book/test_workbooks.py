@@ -102,14 +102,26 @@ EXERCISE = """
 
 Write `iterations_per_epoch(dataset_size, batch_size, drop_last=False)`.
 
-```{admonition} Hint 1: a nudge
+```{admonition} Hint 1: a question
 :class: dropdown hint
 Think of `//`.
 ```
 
-```{admonition} Hint 2: near-code
+```{admonition} Hint 2: the idea
 :class: dropdown hint
 `dataset_size // batch_size`, and one more for a remainder.
+```
+
+```{admonition} Hint 3: a skeleton
+:class: dropdown hint
+Fill the blanks:
+~~~python
+def iterations_per_epoch(dataset_size, batch_size, drop_last=False):
+    full, rest = ____
+    if ____:
+        return ____
+    return ____
+~~~
 ```
 ````
 """
@@ -150,8 +162,8 @@ def test_a_small_chapter_becomes_a_workbook():
     assert cells[0][1].startswith("# Workbook 1: A chapter")
     assert cells[1] == ("code", install_cell())
     assert cells[2][1].startswith("## Exercise 1: Iterations per epoch\n\nWrite `iterations")
-    assert "<details><summary>Hint 1: a nudge</summary>\n\nThink of `//`.\n\n</details>" in cells[2][1]
-    assert "Hint 2: near-code" in cells[2][1]
+    assert "<details><summary>Hint 1: a question</summary>\n\nThink of `//`.\n\n</details>" in cells[2][1]
+    assert "Hint 2: the idea" in cells[2][1]
     stub = notebook.cells[3]
     assert stub.metadata["tags"] == ["exercise"]
     assert stub.metadata["minidataloader"] == {"solution": "ch01.iterations_per_epoch"}
@@ -198,6 +210,109 @@ def test_a_collapsed_admonition_in_a_workbook_cell_becomes_details():
     assert "{admonition}" not in text
 
 
+# ---------------------------------------------------------------------------------------
+# Hint 3: a skeleton (a ~~~python block with ____ blanks), in the workbook and in the book
+
+SKELETON = ("~~~python\ndef iterations_per_epoch(dataset_size, batch_size, drop_last=False):\n"
+            "    full, rest = ____\n    if ____:\n        return ____\n    return ____\n~~~")
+
+
+def test_a_skeleton_stays_a_fenced_block_apart_from_the_text_in_the_workbook():
+    cell = make(EXERCISE + STUB).cells[2].source
+    assert ("<details><summary>Hint 3: a skeleton</summary>\n\nFill the blanks:\n\n"
+            f"{SKELETON}\n\n</details>") in cell
+
+
+def test_jupyterlabs_markdown_shows_the_skeleton_as_code_inside_the_collapsed_hint():
+    """CommonMark, as JupyterLab's renderer reads it: Markdown inside ``<details>`` is read
+    only after a blank line; then the fence is a code block, not a paragraph of text."""
+    markdown_it = pytest.importorskip("markdown_it")
+    cell = make(EXERCISE + STUB).cells[2]
+    page = markdown_it.MarkdownIt("commonmark").render(cell.source)
+    hint = page.split("<summary>Hint 3: a skeleton</summary>", 1)[1].split("</details>", 1)[0]
+    assert "<p>Fill the blanks:</p>" in hint
+    code = re.search(r'<pre><code class="language-python">(.*?)</code></pre>', hint, re.DOTALL)
+    assert code, hint
+    assert code.group(1) == SKELETON.split("\n", 1)[1].rsplit("\n", 1)[0] + "\n"
+
+
+@pytest.mark.parametrize("body", [
+    "Fill the blanks:\n" + SKELETON + "\nThen run the check.",  # glued to the text around it
+    "Fill the blanks:\n\n\n" + SKELETON + "\n\n\nThen run the check.",  # too far apart
+])
+def test_a_skeleton_gets_one_blank_line_before_and_after_it(body):
+    assert workbooks.details_block("Hint 3: a skeleton", body) == (
+        "<details><summary>Hint 3: a skeleton</summary>\n\nFill the blanks:\n\n"
+        f"{SKELETON}\n\nThen run the check.\n\n</details>")
+
+
+def test_a_skeletons_blanks_and_own_names_are_no_unknown_names():
+    from minidataloader_course.authoring.workbooks import hint_names, unknown_in_hint
+
+    hint = ("Fill the blanks:\n~~~python\ndef __next__(self):\n    index = ____\n"
+            "    for worker, batch in enumerate(____):\n        results[worker] = ____\n"
+            "    return len(____)\n~~~")
+    # results: read, never defined here, nor a design of the reference: the learner's own
+    assert sorted(hint_names(hint)) == ["enumerate", "len", "results"]
+    assert unknown_in_hint(hint, set(), {"results_of", "_dispatch"}) == []
+
+
+def test_a_skeleton_still_may_not_hand_over_the_references_attributes_and_helpers():
+    from minidataloader_course.authoring.workbooks import unknown_in_hint
+
+    hint = ("~~~python\ndef __next__(self):\n    self.waiting = ____\n"
+            "    while self.sent < ____:\n        _dispatch(____)\n        send_next(____)\n~~~")
+    internals = {"waiting", "sent", "_dispatch", "send_next"}
+    assert unknown_in_hint(hint, set(), internals) == [
+        "self.waiting", "self.sent", "_dispatch", "send_next"]
+    # what the statement or the stub defines, the skeleton may use
+    assert unknown_in_hint(hint, {"self.waiting", "sent", "send_next"}, internals) == [
+        "_dispatch"]
+
+
+def test_a_skeleton_that_does_not_parse_still_has_its_own_names():
+    from minidataloader_course.authoring.workbooks import hint_names, skeleton_locals
+
+    code = "elif ____:\n    total = ____\n    for a, b in ____:\n"
+    assert skeleton_locals(code) == {"total", "a", "b"}
+    assert hint_names(f"~~~python\n{code}    self.count += 1\n~~~") == ["self.count"]
+
+
+@pytest.mark.slow
+def test_a_skeleton_shows_as_code_in_the_books_collapsed_hint(tmp_path):
+    """The book: a code block inside a dropdown hint inside an exercise, built by Jupyter Book
+    with the book's own configuration and stylesheet (a small book of one page)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    bs4 = pytest.importorskip("bs4")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config["execute"] = {"execute_notebooks": "off"}
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n")
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "minidataloader.css").write_text(
+        (root / "_static" / "minidataloader.css").read_text())
+    (tmp_path / "page.md").write_text("# A page\n" + EXERCISE)
+    jupyter_book = pathlib.Path(sys.executable).parent / "jupyter-book"
+    built = subprocess.run([str(jupyter_book), "build", str(tmp_path)],
+                           capture_output=True, text=True, timeout=600, cwd=root)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    page = bs4.BeautifulSoup((tmp_path / "_build" / "html" / "page.html").read_text(),
+                             "html.parser")
+    exercise = page.select_one("div.exercise")
+    hints = exercise.select("div.dropdown.hint.admonition")
+    assert [h.select_one(".admonition-title").get_text() for h in hints] == [
+        "Hint 1: a question", "Hint 2: the idea", "Hint 3: a skeleton"]
+    code = hints[2].select_one("div.highlight-python pre")
+    assert code is not None, hints[2]
+    assert code.get_text() == SKELETON.split("\n", 1)[1].rsplit("\n", 1)[0] + "\n"
+    assert [p.get_text() for p in hints[2].find_all("p")] == ["Hint 3: a skeleton", "Fill the blanks:"]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     (EXERCISE, "has 0 stub cells"),
     (EXERCISE + STUB + DISCUSSION.replace(":class: dropdown\n", ""), "collapsed admonitions"),
@@ -214,6 +329,7 @@ def test_a_collapsed_admonition_in_a_workbook_cell_becomes_details():
      + STUB.replace("\ndef iterations", "%%piece sampler.SequentialSampler\ndef iterations"),
      "leave the body"),
     (STUB + EXERCISE, "before the first exercise"),
+    (EXERCISE.replace("~~~", "```") + STUB, "fenced with ~~~"),
 ])
 def test_broken_markup_says_what_to_fix(text, message):
     with pytest.raises(ChapterError, match=re.escape(message)):

@@ -8,7 +8,10 @@ A chapter says what its workbook holds; nothing is written twice:
 
 - every ``exercise`` directive becomes "## Exercise k: <title>", its statement, and each of
   its hints as a collapsed ``<details>`` block (a hint is an ``admonition`` whose class has
-  ``hint``, titled e.g. "Hint 1: a nudge"; the book shows it as a collapsed dropdown);
+  ``hint``, titled "Hint 1: a question", "Hint 2: the idea", "Hint 3: a skeleton"; the book
+  shows it as a collapsed dropdown). Hint 3's skeleton is a ``~~~python`` block (tildes: the
+  hint itself is fenced with backticks) with blanks ``____``; the workbook keeps the fence,
+  with a blank line before and after it, so that JupyterLab shows it as code;
 - every cell tagged ``workbook`` is copied in the chapter's order. A cell meant for the
   workbook only also carries ``remove-cell`` (and, for code, ``skip-execution``), so that the
   book neither shows nor runs it. A markdown cell may hold collapsed admonitions (an
@@ -120,7 +123,12 @@ def parse_exercise(title: str, body: str, where: str) -> ExerciseText:
         if "dropdown" not in classes:
             raise ChapterError(f"{where}: a hint is collapsed until the reader opens it: give "
                                f"it `:class: dropdown hint`")
-        hints.append(Hint(match.group("title") or "Hint", match.group("body").strip()))
+        body = match.group("body")
+        if re.search(r"^[ \t]*```", body, re.MULTILINE):
+            raise ChapterError(f"{where}: exercise {title!r}: a hint's code block is fenced with "
+                               f"~~~ (write ~~~python ... ~~~): the hint itself is fenced with "
+                               f"```, which a ``` inside it would close")
+        hints.append(Hint(match.group("title") or "Hint", body.strip()))
         kept.append(rest[last:match.start()])
         last = match.end()
     kept.append(rest[last:])
@@ -254,8 +262,7 @@ def _collapsed_blocks(text: str, where: str) -> str:
             raise ChapterError(f"{where}: a workbook cell may hold only collapsed admonitions "
                                f"(`{{admonition}} Title` with `:class: dropdown`): "
                                f"{match.group(0)[:60]!r}")
-        return (f"<details><summary>{match.group('title').strip()}</summary>\n\n"
-                f"{match.group('body').strip()}\n\n</details>")
+        return details_block(match.group("title"), match.group("body"))
 
     text = _HINT.sub(details, text)
     myst = _MYST_ONLY.search(text)
@@ -384,7 +391,10 @@ def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
 # text calls "above" or "below" is defined in its code cells or importable, and a hint names
 # only what the learner has. The two checks share this name resolution.
 
-_FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)
+# a fenced block, with backticks or tildes (a hint's skeleton: the hint is fenced with ```)
+_FENCE = re.compile(r"^[ \t]*(?P<fence>```|~~~)[^\n]*\n(?P<code>.*?)^[ \t]*(?P=fence)[ \t]*$",
+                    re.MULTILINE | re.DOTALL)
+BLANK = "____"  # a blank of a skeleton (Hint 3), for the learner to fill
 _INLINE = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")  # a span may wrap a line, not a paragraph
 _NAME_SPAN = re.compile(r"^(?P<name>[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(?:\([^()]*\))?:?$")
 _POINTED = re.compile(r"`(?P<name>[A-Za-z_][\w.]*)(?:\([^`]*\))?`(?:[ \t\n]*\([^()]*\))?,?"
@@ -432,7 +442,7 @@ def code_names(source: str) -> set[str]:
 
 def code_spans(text: str) -> list[str]:
     """The code a Markdown text holds: its fenced blocks and its inline spans."""
-    blocks = _FENCE.findall(text)
+    blocks = [match.group("code") for match in _FENCE.finditer(text)]
     return blocks + [" ".join(span.split()) for span in _INLINE.findall(_FENCE.sub("", text))]
 
 
@@ -579,10 +589,15 @@ def check_pointers(cells: list, where: str) -> None:
 
 
 def hint_names(hint: str) -> list[str]:
-    """The names a hint points at: every ``self.x`` in its code, and every backticked name or
-    call (``helper``, ``helper(...)``), without those the hint's own code defines."""
+    """The names a hint points at: every ``self.x`` in its code, every backticked name or
+    call (``helper``, ``helper(...)``), and the names a fenced block (Hint 3's skeleton) uses
+    without defining, less those the hint's own code defines (NOTE [ What a skeleton
+    defines ]). A skeleton's blanks (``____``) name nothing."""
+    blocks = [match.group("code") for match in _FENCE.finditer(hint)]
     spans = code_spans(hint)
-    own = set().union(*(code_names(span) for span in spans)) if spans else set()
+    inline = spans[len(blocks):]
+    own = set().union(*(code_names(span) for span in inline)) if inline else set()
+    skeletons = set().union(*(skeleton_locals(block) for block in blocks)) if blocks else set()
     found = []
     for span in spans:
         for attribute in re.findall(r"\bself\.(\w+)", span):
@@ -590,7 +605,80 @@ def hint_names(hint: str) -> list[str]:
         named = _NAME_SPAN.match(span.strip())
         if named and not named.group("name").startswith("self."):
             found.append(named.group("name"))
-    return [name for name in dict.fromkeys(found) if name not in own]
+    for block in blocks:
+        found += skeleton_uses(block)
+    return [name for name in dict.fromkeys(found) if name != BLANK and name not in own
+            and (name.startswith("self.") or name not in skeletons)]
+
+
+# NOTE [ What a skeleton defines ]
+# Hint 3 is a skeleton of the answer's shape (``~~~python``, blanks ``____``). The names it
+# introduces as local variables, parameters, loop variables, functions or imports are its
+# own, like a local name the reference uses: a hint may name those as it likes. What it must
+# not do is hand over the reference's design: an attribute ``self.x`` counts wherever it
+# stands, even where the skeleton assigns it (``self.waiting = {}`` imposes the attribute as
+# surely as reading it does), and so does a helper it calls without defining. A blank is a
+# valid Python name, so most skeletons parse; one that does not (a bare ``elif ____:``) is
+# read line by line, its assignments and loop variables counted as its own.
+
+_ASSIGNED = re.compile(r"^[ \t]*(?:for[ \t]+)?(?P<names>[A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)"
+                       r"[ \t]*(?:=(?!=)|[ \t]in\b)", re.MULTILINE)
+_DEFINED = re.compile(r"^[ \t]*(?:def|class)[ \t]+(?P<name>\w+)(?:\((?P<params>[^)]*)\))?",
+                      re.MULTILINE)
+
+
+def _parsed_skeleton(code: str):
+    import textwrap
+
+    try:
+        return ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return None
+
+
+def skeleton_locals(code: str) -> set[str]:
+    """The names a skeleton introduces itself (not its attributes): see NOTE [ What a
+    skeleton defines ]."""
+    tree = _parsed_skeleton(code)
+    if tree is None:
+        names = {name.strip() for match in _ASSIGNED.finditer(code)
+                 for name in match.group("names").split(",")}
+        for match in _DEFINED.finditer(code):
+            names.add(match.group("name"))
+            names |= {re.split(r"[=:]", param)[0].strip(" *")
+                      for param in (match.group("params") or "").split(",")}
+        return {name for name in names if name} - {BLANK}
+    return {name for name in code_names(ast.unparse(tree))
+            if "." not in name and not _assigns_attribute(tree, name)} - {BLANK}
+
+
+def _assigns_attribute(tree, name: str) -> bool:
+    """Whether ``name`` is only an attribute the code assigns (``self.name = ...``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name:
+            return False
+        if isinstance(node, ast.arg) and node.arg == name:
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (
+                node.name == name):
+            return False
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (alias.asname or alias.name.split(".")[0]) == name for alias in node.names):
+            return False
+    return True
+
+
+def skeleton_uses(code: str) -> list[str]:
+    """The bare names a skeleton reads without defining them (``helper(____)``): a helper
+    of the reference's, or something the learner has. Its blanks are no names."""
+    tree = _parsed_skeleton(code)
+    if tree is None:
+        return []
+    own = skeleton_locals(code)
+    return list(dict.fromkeys(
+        node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+        and isinstance(node.ctx, ast.Load) and node.id not in own
+        and node.id not in (BLANK, "self")))
 
 
 def unknown_in_hint(hint: str, known: set[str], internals: set[str]) -> list[str]:
@@ -707,7 +795,7 @@ def _intro(number: int, title: str, stem: str, pieces: bool, milestone: bool,
         "",
         "Your code runs in a separate process with a time limit: an endless loop or a crash "
         "gives a verdict instead of freezing this notebook. Stuck? Open the hints one at a "
-        "time: a nudge first, then more.",
+        "time: a question first, then the idea, then a skeleton of the code to fill in.",
     ]
     if pieces:
         lines += [
@@ -776,8 +864,37 @@ def _question_cells(question: QuestionText, chapter: str, where: str) -> list:
 
 
 def _hints_markdown(hints: list[Hint]) -> str:
-    return "\n\n".join(f"<details><summary>{hint.title}</summary>\n\n{hint.body}\n\n</details>"
-                       for hint in hints)
+    return "\n\n".join(details_block(hint.title, hint.body) for hint in hints)
+
+
+# A fenced block (a hint's skeleton, ``~~~python``), its opening and closing lines
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)")
+
+
+def details_block(title: str, body: str) -> str:
+    """A collapsed block as a notebook shows it: ``<details>``. A fenced block in its body
+    (Hint 3's ``~~~python`` skeleton) gets a blank line before and after it: CommonMark (and
+    JupyterLab's renderer) reads Markdown inside ``<details>`` only after a blank line, and a
+    fence glued to a paragraph's line could be read as part of it."""
+    lines, inside, fence = [], False, ""
+    for line in body.strip().split("\n"):
+        opening = _FENCE_LINE.match(line)
+        if not inside and opening:
+            if lines and lines[-1].strip():
+                lines.append("")
+            inside, fence = True, opening.group(0).strip()
+            lines.append(line)
+            continue
+        if inside and line.strip() == fence:
+            lines.append(line)
+            inside = False
+            lines.append("")
+            continue
+        if not inside and lines and not lines[-1].strip() and not line.strip():
+            continue  # one blank line is enough
+        lines.append(line)
+    text = "\n".join(lines).strip()
+    return f"<details><summary>{title.strip()}</summary>\n\n{text}\n\n</details>"
 
 
 def build_workbook(path: pathlib.Path, text: str | None = None):
