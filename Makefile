@@ -13,7 +13,7 @@ PYTEST := $(BIN)/python -m pytest
 # worker that runs out of tests takes half of the other's, so neither idles at the end.
 XDIST  ?= -n 2 --dist worksteal
 
-.PHONY: setup book book-under-load book-strict serve lab test lint unit browser chromium clean workbooks check
+.PHONY: setup book book-under-load book-strict serve lab test lint unit browser chromium clean workbooks check estimates
 
 setup: $(STAMP)
 
@@ -58,6 +58,12 @@ lab: setup
 workbooks: setup
 	$(BIN)/python -m minidataloader_course.authoring.workbooks
 	$(BIN)/python -m minidataloader_course.authoring.tables
+
+## make estimates: after `make book`, the cells' run time of every chapter page from the build
+## (into course/minidataloader_course/authoring/cell_seconds.json), then the computed time
+## estimates written into the chapters and intro.md (course/README.md says the rule)
+estimates: setup
+	$(BIN)/python -m minidataloader_course.authoring.estimates --measure _build
 
 ## make check [CH=6]: the everyday loop, a few minutes: lint, the library's unit tests, the
 ## house's rules, and chapter CH's course tests (its exercises, mutants, workbook, demos)

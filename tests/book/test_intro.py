@@ -9,6 +9,7 @@ import pathlib
 import re
 
 from minidataloader_course import exercises
+from minidataloader_course.authoring.estimates import minutes_of
 from minidataloader_course.chapters.ch05.milestone import CONFIGURATIONS, REFUSED
 from minidataloader_course.learner import piece_exercises, split_piece
 from minidataloader_course.catalog import milestones
@@ -62,5 +63,5 @@ def test_the_milestones_are_the_ones_that_exist():
 
 
 def test_the_total_time_is_the_sum_of_the_estimates():
-    hours = sum(float(cells[5].removesuffix(" h")) for cells in rows().values())
+    hours = sum(minutes_of(cells[5]) for cells in rows().values()) / 60
     assert f"about {round(hours)} hours in all" in " ".join(INTRO.read_text().split())
