@@ -89,6 +89,20 @@
       `<div class="mdl-qf-head">main process</div>${right.join("")}</div></div>${marks}`;
   }
 
+  // tick_step
+  function tickStep(scale) {
+    let step = 1;
+    while (scale / step > 10) step = String(step)[0] === "2" ? step * 5 / 2 : step * 2;
+    return step;
+  }
+
+  // axis_end: a recording's own time axis (NOTE [ A time axis per recording ])
+  function axisEnd(end) {
+    end = Math.max(end, 1);
+    const step = tickStep(end);
+    return Math.ceil(end / step) * step;
+  }
+
   // Every moment something moves: where the step buttons stop.
   function changeTimes(data) {
     const times = new Set([0, data.end]);
@@ -110,7 +124,7 @@
     const speed = root.querySelector('[data-role="speed"]');
     const panels = Array.from(root.querySelectorAll(".mdl-qf-trace"));
     const [left, plot] = config.plot;
-    let index = 0, data = config.traces[0], times = changeTimes(data);
+    let index = 0, data = config.traces[0], times = changeTimes(data), scale = axisEnd(data.end);
     let t = config.start, playing = false, last = null;
 
     function show(time) {
@@ -118,7 +132,7 @@
       const shown = Math.floor(t);
       slider.value = String(shown);
       state.innerHTML = renderState(data, shown);
-      const x = (left + shown * plot / config.scale).toFixed(1);
+      const x = (left + shown * plot / scale).toFixed(1);
       const cursor = panels[index].querySelector(".mdl-qf-cursor");
       if (cursor) { cursor.setAttribute("x1", x); cursor.setAttribute("x2", x); }
       root.dataset.t = String(shown);  // what is shown now, for tests and readers' tools
@@ -167,7 +181,7 @@
       svg.addEventListener("click", (event) => {  // click the timeline: go to that moment
         const box = svg.getBoundingClientRect();
         const x = (event.clientX - box.left) * svg.viewBox.baseVal.width / box.width;
-        show(Math.round((x - left) * config.scale / plot));
+        show(Math.round((x - left) * scale / plot));
       });
     }
     for (const radio of root.querySelectorAll(".mdl-qf-configs input")) {
@@ -175,6 +189,7 @@
         index = Number(radio.value);
         data = config.traces[index];
         times = changeTimes(data);
+        scale = axisEnd(data.end);
         panels.forEach((panel, i) => { panel.hidden = i !== index; });
         slider.max = String(data.end);
         show(t);
@@ -183,6 +198,6 @@
     show(t);
   }
 
-  viz.queueflow = { placesAt, markRow, renderState, changeTimes };
+  viz.queueflow = { placesAt, markRow, renderState, changeTimes, tickStep, axisEnd };
   viz.mountQueueFlow = mountQueueFlow;
 })();

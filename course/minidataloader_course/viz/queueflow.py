@@ -339,20 +339,46 @@ def _bar(place: str, batch, start: int, end: int, y: int, scale: int, title: str
     return "".join(parts)
 
 
-def _ticks(scale: int) -> list[int]:
-    """Axis ticks (µs) at 1, 2 or 5 times a power of ten, 4 to 10 of them."""
+def tick_step(scale: int) -> int:
+    """The distance (µs) between two axis ticks: 1, 2 or 5 times a power of ten, at most 10
+    steps to ``scale``."""
     step = 1
     while scale / step > 10:
         step = step * 5 // 2 if str(step)[0] == "2" else step * 2
-    return list(range(0, scale + 1, step))
+    return step
+
+
+def _ticks(scale: int) -> list[int]:
+    """Axis ticks (µs), from 0 to ``scale``, ``tick_step`` apart."""
+    return list(range(0, scale + 1, tick_step(scale)))
+
+
+# NOTE [ A time axis per recording ]
+# Each recording is drawn on its own time axis, fitted to its epoch: from 0 to the first
+# tick at or after the epoch's end (axis_end). The epoch then fills more than four fifths of
+# the width (a tick step is chosen so that the axis has at most ten, and so more than four,
+# of them), and the axis ends on a labelled tick. A shared axis drew a 755 ms epoch on a
+# 1,200 ms axis, a third of its lanes empty. What a shared axis gave, comparing recordings by
+# their lengths, the view gives by numbers instead: each recording's epoch beside its name
+# in the picker, in its summary and on its axis's labels. queueflow.js has the twin
+# (axisEnd), which places the cursor and turns a click into a time on the axis of the
+# recording shown.
+
+
+def axis_end(end: int) -> int:
+    """The time (µs) a recording's axis spans: its epoch's ``end``, up to the next tick
+    (NOTE [ A time axis per recording ])."""
+    end = max(end, 1)
+    step = tick_step(end)
+    return -(-end // step) * step
 
 
 def timeline_svg(data: dict, scale: int | None = None, cursor: int | None = None) -> str:
     """The epoch as lanes over time: fetches in the workers, the pin thread, the main loop
     (steps; in red, its waits for data), the copy to the GPU, and the reorder buffer's
-    size. ``scale`` (µs) is the time the width stands for (several traces drawn to one
-    scale compare by length); ``cursor`` draws the time line the slider moves."""
-    scale = max(scale or data["end"], 1)
+    size. ``scale`` (µs) is the time the width stands for, by default the recording's own
+    axis (``axis_end``); ``cursor`` draws the time line the slider moves."""
+    scale = max(scale or axis_end(data["end"]), 1)
     svg, height = _timeline(data, scale)
     return svg + ("" if cursor is None else _cursor(cursor, scale, height)) + "</svg>"
 
@@ -575,26 +601,27 @@ def queue_flow_html(traces, *, epoch: int | None = None) -> HTMLFragment:
     """The static face: ``traces`` (a :class:`Trace`, or a dict of label -> Trace to switch
     between) as one self-contained HTML fragment: summary, timeline, and a player (play,
     pause, step from event to event, a time slider) showing the queues at each instant.
-    Every timeline shares one time scale, so that faster settings are shorter."""
+    Each timeline has its own time axis, fitted to its epoch; the picker says each
+    recording's epoch, to compare them (NOTE [ A time axis per recording ])."""
     if isinstance(traces, Trace):
         traces = {"": traces}
     if not traces or not all(isinstance(t, Trace) for t in traces.values()):
         raise TypeError("queue_flow_html takes a Trace or a dict of label -> Trace "
                         "(record them with record_queue_flow)")
     datas = [view_data(trace, epoch, str(name)) for name, trace in traces.items()]
-    scale = max(max(d["end"] for d in datas), 1)
     start = _start_time(datas[0])
     root_id = new_id("queueflow")
     picker = ""
     if len(datas) > 1:
         picker = '<div class="mdl-qf-configs" role="radiogroup" aria-label="recorded settings">' + "".join(
             f'<label><input type="radio" name="{root_id}-trace" value="{i}"'
-            f'{" checked" if i == 0 else ""}> {escape(d["name"])}</label>'
+            f'{" checked" if i == 0 else ""}> {escape(d["name"])} <span class="mdl-qf-length">'
+            f'{d["end"] / 1000:.0f} ms</span></label>'
             for i, d in enumerate(datas)) + "</div>"
     panels = "".join(
         f'<div class="mdl-qf-trace" data-trace="{i}"{"" if i == 0 else " hidden"}>'
         f"{summary_html(trace, epoch)}<div class=\"mdl-qf-figure\">"
-        f"{timeline_svg(d, scale, start if i == 0 else 0)}</div></div>"
+        f"{timeline_svg(d, cursor=start if i == 0 else 0)}</div></div>"
         for i, (d, trace) in enumerate(zip(datas, traces.values())))
     speeds = "".join(f'<option value="{v}"{" selected" if v == "0.1" else ""}>{words}</option>'
                      for v, words in SPEEDS)
@@ -608,14 +635,15 @@ def queue_flow_html(traces, *, epoch: int | None = None) -> HTMLFragment:
         f'<input type="range" class="mdl-qf-time" min="0" max="{datas[0]["end"]}" step="1" '
         f'value="{start}" aria-label="time in the epoch (µs)">'
         f'<select data-role="speed" aria-label="playback speed">{speeds}</select></div>')
+    axes = (" Each recording has its own time axis, fitted to its epoch: compare them by "
+            "their lengths beside their names." if len(datas) > 1 else "")
     body = (f"{picker}{panels}{player}"
             f'<div class="mdl-qf-state">{render_state(datas[0], start)}</div>'
             '<p class="mdl-footnote">A real epoch of minidataloader, recorded when this page '
-            "was built; drag the slider or press play to watch the batches move.</p>")
+            f"was built; drag the slider or press play to watch the batches move.{axes}</p>")
     return fragment(root_id=root_id, classes="mdl-queueflow", body=body,
                     assets=["queueflow.css", "queueflow.js"], mount="mountQueueFlow",
-                    config={"traces": datas, "scale": scale, "start": start,
-                            "plot": [LABEL_WIDTH, PLOT]})
+                    config={"traces": datas, "start": start, "plot": [LABEL_WIDTH, PLOT]})
 
 
 def queue_flow_figure(trace: Trace, *, epoch: int | None = None, at_ms: float | None = None) -> HTMLFragment:
@@ -701,7 +729,7 @@ def queue_flow_widget(**settings):
         t = min(time_slider.value, data["end"])
         svg, height = shown["svg"]
         figure.value = (f'{css}<div class="mdl-viz mdl-queueflow">{shown["summary"]}'
-                        f'<div class="mdl-qf-figure">{svg}{_cursor(t, max(data["end"], 1), height)}'
+                        f'<div class="mdl-qf-figure">{svg}{_cursor(t, axis_end(data["end"]), height)}'
                         f"</svg></div></div>")
         state.value = f'{css}<div class="mdl-viz mdl-queueflow"><div class="mdl-qf-state">' \
                       f"{render_state(data, t)}</div></div>"
@@ -718,7 +746,7 @@ def queue_flow_widget(**settings):
         finally:
             button.disabled = False
         data = view_data(trace)
-        shown.update(data=data, svg=_timeline(data, max(data["end"], 1)), config=config,
+        shown.update(data=data, svg=_timeline(data, axis_end(data["end"])), config=config,
                      summary=summary_html(trace))
         box.trace = trace
         status.value = (f'<span class="mdl-muted">recorded {len(trace.records)} events; drag '

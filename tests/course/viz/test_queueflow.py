@@ -18,10 +18,16 @@ from minidataloader_course.viz import (
 from minidataloader_course.viz._html import HTMLFragment, external_references
 from minidataloader_course.viz.queueflow import (
     DEFAULTS,
+    LABEL_WIDTH,
+    PLOT,
     _start_time,
+    _ticks,
+    _x,
+    axis_end,
     places_at,
     render_state,
     summary_rows,
+    tick_step,
     timeline_svg,
     view_data,
 )
@@ -168,14 +174,41 @@ def test_the_state_shows_the_queues_at_that_instant(traces):
     assert seen_reorder
 
 
-def test_timelines_share_one_scale(traces):
-    fast, slow = view_data(traces["in_order=False"]), view_data(traces["in_order=True"])
-    scale = max(fast["end"], slow["end"])
-    html = queue_flow_html({"a": traces["in_order=False"], "b": traces["in_order=True"]})
-    assert f'"scale":{scale}' in html
-    # the epoch-end line of the shorter epoch sits left of the longer one's
-    ends = [float(x) for x in re.findall(r'<line x1="([\d.]+)"[^>]*stroke-dasharray="2 3"><title>the epoch ends', html)]
-    assert len(ends) == 2 and (ends[0] < ends[1]) == (fast["end"] < slow["end"])
+GRID = sorted({round(1.13 ** k) for k in range(150)} | {10 ** k for k in range(8)}
+              | {10 ** k + 1 for k in range(8)} | {201, 2_001, 755_000, 1_210_000})
+
+
+def test_each_recording_gets_an_axis_fitted_to_its_epoch():
+    """The axis ends on the first tick at or after the epoch's end: the epoch fills more than
+    four fifths of the width, and never runs past it (NOTE [ A time axis per recording ])."""
+    for end in GRID:
+        axis, step = axis_end(end), tick_step(end)
+        assert axis % step == 0 and end <= axis < end + step, end
+        assert end / axis > 0.8, (end, axis)
+        ticks = _ticks(axis)
+        assert ticks[-1] == axis and tick_step(axis) == step, end
+        assert len(ticks) <= 11 and (end < 10 or len(ticks) >= 5), (end, ticks)
+    assert axis_end(755_000) == 800_000  # the 755 ms epoch drew on a 1,200 ms axis
+
+
+def test_each_timeline_has_its_own_axis_and_the_picker_says_each_epoch(traces):
+    datas = {name: view_data(traces[name]) for name in ("in_order=False", "in_order=True")}
+    html = queue_flow_html({name: traces[name] for name in datas})
+    ends = [float(x) for x in re.findall(
+        r'<line x1="([\d.]+)"[^>]*stroke-dasharray="2 3"><title>the epoch ends', html)]
+    assert len(ends) == 2
+    for x, (name, data) in zip(ends, datas.items()):
+        axis = axis_end(data["end"])
+        assert x == pytest.approx(_x(data["end"], axis), abs=0.06)
+        assert LABEL_WIDTH + 0.8 * PLOT < x <= LABEL_WIDTH + PLOT  # most of the width
+        assert (f'{name} <span class="mdl-qf-length">{data["end"] / 1000:.0f} ms</span>'
+                in html)
+    last_ticks = re.findall(r'text-anchor="middle" fill="currentColor" fill-opacity="0.7">'
+                            r'([\d.]+)</text><text x="\d+" y="\d+" font-size="10" '
+                            r'text-anchor="end"[^>]*>ms<', html)
+    assert [float(t) for t in last_ticks] == [axis_end(d["end"]) / 1000 for d in datas.values()]
+    assert '"scale"' not in html and "its own time axis" in html
+    assert "its own time axis" not in queue_flow_html(traces["gpu"])  # one recording
 
 
 def test_summary_states_the_numbers(traces):
@@ -260,7 +293,8 @@ def test_widget_slider_moves_the_state_and_the_cursor(widget):
         widget.time.value = t
         assert render_state(data, t) in widget.state.value
     assert widget.state.value != before_state and widget.figure.value != before_figure
-    assert re.search(r'class="mdl-qf-cursor" x1="([\d.]+)"', widget.figure.value).group(1) == "706.0"
+    x = re.search(r'class="mdl-qf-cursor" x1="([\d.]+)"', widget.figure.value).group(1)
+    assert x == f"{_x(data['end'], axis_end(data['end'])):.1f}"  # the end, on its own axis
 
 
 def test_widget_reacts_to_controls_and_records_again(widget):

@@ -16,7 +16,9 @@ from minidataloader_course.viz.queueflow import (
     LABEL_WIDTH,
     MAIN_PLACES,
     PLOT,
+    axis_end,
     render_state,
+    tick_step,
     view_data,
 )
 
@@ -122,8 +124,7 @@ def test_the_slider_shows_the_queues_of_that_instant(view, traces, datas):
         clock = view.locator(".mdl-qf-clock b").inner_text()
         assert clock == f"{(t + 50) // 100 // 10}.{(t + 50) // 100 % 10} ms"
         cursor = float(view.locator(".mdl-qf-trace:not([hidden]) .mdl-qf-cursor").get_attribute("x1"))
-        scale = max(d["end"] for d in datas)
-        assert cursor == pytest.approx(LABEL_WIDTH + t * PLOT / scale, abs=0.06)
+        assert cursor == pytest.approx(LABEL_WIDTH + t * PLOT / axis_end(data["end"]), abs=0.06)
     reorder_times = [s[2] for s in data["spans"] if s[0] == "reorder"]
     slide_to(view, reorder_times[0])  # the slow batch holds the others in the buffer
     assert shown(view)["reorder"]
@@ -194,9 +195,27 @@ def test_switching_the_recorded_settings(view, traces, datas):
 def test_clicking_the_timeline_goes_to_that_moment(view, datas):
     svg = view.locator(".mdl-qf-trace:not([hidden]) svg")
     box = svg.bounding_box()
-    scale = max(d["end"] for d in datas)
+    scale = axis_end(datas[0]["end"])  # the axis of the recording shown
     svg.click(position={"x": box["width"] * (LABEL_WIDTH + PLOT / 2) / 720, "y": 10})
-    assert now(view) == pytest.approx(min(scale // 2, datas[0]["end"]), abs=scale / 300)
+    assert now(view) == pytest.approx(scale // 2, abs=scale / 300)
+    view.get_by_label("GPU, pin_memory, 4 workers").check()  # another recording, its axis
+    svg = view.locator(".mdl-qf-trace:not([hidden]) svg")
+    scale = axis_end(datas[2]["end"])
+    svg.click(position={"x": box["width"] * (LABEL_WIDTH + PLOT / 4) / 720, "y": 10})
+    assert now(view) == pytest.approx(scale // 4, abs=scale / 300)
+    cursor = float(view.locator(".mdl-qf-trace:not([hidden]) .mdl-qf-cursor").get_attribute("x1"))
+    assert cursor == pytest.approx(LABEL_WIDTH + now(view) * PLOT / scale, abs=0.06)
+    view.watch.assert_clean()
+
+
+def test_javascript_axis_equals_python(view):
+    """The twin of axis_end and tick_step, over a grid of epoch lengths (µs)."""
+    ends = sorted({round(1.13 ** k) for k in range(150)} | {10 ** k + 1 for k in range(8)}
+                  | {201, 2_001, 755_000})
+    got = view.evaluate("(ends) => ends.map((end) => [window.minidataloader.viz.queueflow"
+                        ".axisEnd(end), window.minidataloader.viz.queueflow.tickStep(end)])",
+                        ends)
+    assert got == [[axis_end(end), tick_step(end)] for end in ends]
     view.watch.assert_clean()
 
 
