@@ -27,6 +27,20 @@ LIMIT = 2.0  # the scenarios' time limit, in seconds
 MARGIN = 12.0
 HARD = 120  # seconds a scenario's process may run at all
 
+# The hang every scenario and the kernel test stop, in the code that defines it (one copy for
+# both): it needs os, time, torch.utils.data as tud, and MAIN, the main process's pid.
+HANGS_IN_WORKERS = """
+class HangsInWorkers(tud.Dataset):
+    # a __getitem__ that never returns in a worker (and works in the main process)
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        if os.getpid() != MAIN:
+            time.sleep(10_000)
+        return index
+"""
+
 PREAMBLE = """
 import json, os, signal, sys, time
 import multiprocessing as mp
@@ -42,17 +56,7 @@ FORK = mp.get_context("fork")
 LIMIT = {limit}
 results = {{}}
 
-
-class HangsInWorkers(tud.Dataset):
-    # a __getitem__ that never returns in a worker (and works in the main process)
-    def __len__(self):
-        return 8
-
-    def __getitem__(self, index):
-        if os.getpid() != MAIN:
-            time.sleep(10_000)
-        return index
-
+{hangs_in_workers}
 
 def attempt(body, seconds=LIMIT):
     # runs body in try_it(seconds); what came out, how long it took, the children left
@@ -78,7 +82,8 @@ def normal_batches(library):
 
 def scenario(code: str) -> dict:
     """Run ``code`` after PREAMBLE in a fresh process; it fills ``results``, returned."""
-    program = PREAMBLE.format(limit=LIMIT) + textwrap.dedent(code) + (
+    preamble = PREAMBLE.format(limit=LIMIT, hangs_in_workers=HANGS_IN_WORKERS)
+    program = preamble + textwrap.dedent(code) + (
         "\nprint('RESULTS=' + json.dumps(results))\n")
     with tempfile.TemporaryDirectory() as folder:  # a file: tracebacks show its lines
         script = pathlib.Path(folder) / "scenario.py"
@@ -424,22 +429,13 @@ def test_in_a_jupyter_kernel_a_hang_fails_its_cell_and_the_kernel_runs_on():
     import nbformat
 
     cells = [
-        """
+        textwrap.dedent("""
         import os, time
         import torch.utils.data as tud
         from minidataloader_course import try_it
         from minidataloader_course.shared.processes import children
         MAIN = os.getpid()
-
-        class HangsInWorkers(tud.Dataset):
-            def __len__(self):
-                return 8
-
-            def __getitem__(self, index):
-                if os.getpid() != MAIN:
-                    time.sleep(10_000)
-                return index
-        """,
+        """) + HANGS_IN_WORKERS,
         f"""
         start = time.monotonic()
         try:
