@@ -1,5 +1,5 @@
-"""RandomSampler's check tells the concept from torch's exact draws (NOTE [ The concept and
-torch's draws ] in chapters/ch03/checks.py): a sampler of the learner's own design, right in
+"""RandomSampler's check tells the concept from torch's exact draws (the comment above
+`_random_cases` in chapters/ch03/checks.py): a sampler of the learner's own design, right in
 every way but torch's draws, passes every concept case and fails first on a case that only
 parity rules name; a sampler that gets the concept wrong fails on a concept case."""
 

@@ -105,13 +105,12 @@ register(Exercise(
 
 LOOK = "run draws() around a few epochs of torch's RandomSampler and of yours, and compare"
 
-# NOTE [ The concept and torch's draws ]
-# RandomSampler is checked twice. Its first cases look only at what any correct random
-# sampler shows: each epoch a permutation (or independent draws with replacement), another
-# order every epoch, a generator that decides everything when it is given, the global
-# generator when it is not. Its later cases compare the draws themselves with torch's, call
-# for call: those rules carry `parity`, so a learner with a sampler of their own design is
-# told that the concept is right and which of torch's details are left.
+# The concept, then torch's draws: RandomSampler is checked twice. Its first cases look only
+# at what any correct random sampler shows: each epoch a permutation (or independent draws
+# with replacement), another order every epoch, a generator that decides everything when it
+# is given, the global generator when it is not. Its later cases compare the draws themselves
+# with torch's, call for call: those rules carry `parity`, so a learner with a sampler of
+# their own design is told that the concept is right and which of torch's details are left.
 
 
 def _random_cases() -> list[Case]:
