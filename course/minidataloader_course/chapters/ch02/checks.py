@@ -255,7 +255,7 @@ register(Exercise(
 
 
 def _concat_cases() -> list[Case]:
-    def case(datasets, description, hint, beyond=False):
+    def case(datasets, description, hint, beyond=""):
         return Case({"datasets": datasets, "beyond": beyond}, description=description,
                     hint=hint)
 
@@ -272,9 +272,12 @@ def _concat_cases() -> list[Case]:
              "negative indices count from the end of the WHOLE concatenation: -1 is the last "
              "sample of the last dataset"),
         case([[10, 11, 12], [20, 21]],
-             "datasets = [[10, 11, 12], [20, 21]]; indices out of range", beyond=True,
-             hint="an index past the end raises IndexError; a negative index below "
-                  "-len(self) raises ValueError (that is what torch does), not wrap around"),
+             "datasets = [[10, 11, 12], [20, 21]]; indices past the end", beyond="past",
+             hint="an index past the end raises IndexError, as a list does"),
+        case([[10, 11, 12], [20, 21]],
+             "datasets = [[10, 11, 12], [20, 21]]; negative indices below -len", beyond="below",
+             hint="a negative index below -len(self) raises ValueError (torch's choice of "
+                  "type), and does not wrap around"),
     ]
 
 
@@ -282,8 +285,9 @@ def _use_concat(implementation, case: Case) -> dict:
     dataset = implementation(case.inputs["datasets"])
     size = len(dataset)
     seen = {"len(dataset)": size}
+    beyond = {"past": (size, size + 1), "below": (-size - 1, -size - 5)}
     if case.inputs["beyond"]:
-        for index in (size, size + 1, -size - 1, -size - 5):
+        for index in beyond[case.inputs["beyond"]]:
             seen[f"dataset[{index}]"] = _outcome(lambda index=index: dataset[index])
     else:
         for index in range(-size, size):
@@ -305,8 +309,10 @@ register(Exercise(
              (1, 2, 3)),
         Rule("negative indices count from the end of the whole",
              (1, 4)),
-        Rule("past the end: `IndexError`; below `-len`: `ValueError`",
+        Rule("past the end: `IndexError`",
              (5,)),
+        Rule("below `-len`: `ValueError`, as torch raises",
+             (6,), parity="torch's exception type"),
     ),
     goals=(4,),
 ))
@@ -328,13 +334,14 @@ def _split_cases() -> list[Case]:
     return [
         case(10, [3, 7], 42, "whole numbers are the lengths themselves: one permutation of "
                              "all indices, cut into pieces of 3 and 7"),
+        case(30, [0.3, 0.3, 0.4], 3, "fractions that add up to 1 become whole lengths that "
+                                     "add up to the dataset's size: here 9, 9 and 12"),
         case(768, [0.8, 0.2], 0, "fractions: 768 * 0.8 = 614.4 -> 614 and 768 * 0.2 = 153.6 "
                                  "-> 153 (floor), and the one left over goes to the first split"),
         case(5, [0.5, 0.5], 1, "floor gives [2, 2]; the 1 sample left over goes to the first "
                                "split: [3, 2]"),
         case(10, [1 / 3, 1 / 3, 1 / 3], 2, "floor gives [3, 3, 3]; deal the remainder out one "
                                            "each, from the first split on"),
-        case(30, [0.3, 0.3, 0.4], 3, "floor gives [9, 9, 12]: nothing is left over"),
         case(100, [0.29, 0.71], 7, "100 * 0.29 is 28.999999999999996 in floating point, so "
                                    "floor gives 28: compute floor(n * fraction) as it comes "
                                    "and deal the remainder out round-robin"),
@@ -383,14 +390,16 @@ register(Exercise(
     rules=(
         Rule("whole lengths, one permutation cut in order, a list of `Subset`s",
              (1,)),
-        Rule("fractions: floor each, deal the leftovers from the first split on",
-             (2, 3, 4, 5, 6, 7)),
+        Rule("fractions become whole lengths that add up to the dataset's size",
+             (2,)),
+        Rule("torch's rounding: floor each, deal the leftovers from the first split on",
+             (3, 4, 5, 6, 7), parity="torch's rounding"),
         Rule("no generator: the global generator",
              (8,)),
         Rule("lengths that do not add up, fractions outside [0, 1]: `ValueError`",
              (9, 10)),
         Rule("the permutation drawn exactly once: the generator and the global RNG afterwards as torch leaves them",
-             (1, 2, 3, 4, 5, 6, 7, 8)),
+             (1, 2, 3, 4, 5, 6, 7, 8), parity="draws"),
     ),
     goals=(4,),
 ))
@@ -522,23 +531,3 @@ register(Choice(
         "d": "nothing makes each worker skip lines unless __iter__ does it (chapter 7 shows "
              "how, with get_worker_info)",
     }, goals=(5,)))
-
-register(Choice(
-    "ch02-copy-on-read", answer="b", why={
-        "a": "reading a Python object changes its reference count: that is a write, and each "
-             "written page is copied for the worker that wrote it",
-        "c": "each worker writes the reference counts in its own process, so each gets its "
-             "own copy of the pages it touched",
-        "d": "the batches are small, but the dataset's pages are copied too, as the workers "
-             "read its objects",
-    }, goals=(6,)))
-
-register(Choice(
-    "ch02-spawn-copies", answer="b", why={
-        "a": "without reference counts, forked workers share the array; a spawned worker "
-             "shares nothing: it receives the dataset pickled and rebuilds it",
-        "c": "torch moves a tensor's storage into shared memory when it is pickled for "
-             "another process; a numpy array is copied like anything else",
-        "d": "the copy arrives with the pickled dataset, when the worker starts, before it "
-             "reads a sample",
-    }, goals=(6,)))

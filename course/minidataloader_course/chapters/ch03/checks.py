@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import torch
 from torch.utils.data import (
@@ -92,7 +94,7 @@ register(Exercise(
         Rule("an empty dataset: empty epochs, `len` 0",
              (3,)),
         Rule("`len(data_source)` read when the epoch starts: a dataset that grew is read to its end",
-             (4,)),
+             (4,), parity="when len() is read"),
     ),
     goals=(1, 2),
 ))
@@ -103,42 +105,119 @@ register(Exercise(
 
 LOOK = "run draws() around a few epochs of torch's RandomSampler and of yours, and compare"
 
+# The concept, then torch's draws: RandomSampler is checked twice. Its first cases look only
+# at what any correct random sampler shows: each epoch a permutation (or independent draws
+# with replacement), another order every epoch, a generator that decides everything when it
+# is given, the global generator when it is not. Its later cases compare the draws themselves
+# with torch's, call for call: those rules carry `parity`, so a learner with a sampler of
+# their own design is told that the concept is right and which of torch's details are left.
+
 
 def _random_cases() -> list[Case]:
-    def case(n, replacement, num_samples, seed, hint, tier=None):
-        inputs = {"data_source": list(range(n)), "replacement": replacement,
+    def concept(n, replacement, num_samples, seed, hint):
+        inputs = {"kind": "concept", "data_source": list(range(n)),
+                  "replacement": replacement, "num_samples": num_samples, "seed": seed}
+        where = f"a generator seeded with {seed}" if seed is not None else "no generator"
+        return Case(inputs, hint=hint, description=(
+            f"data_source = list(range({n})), replacement={replacement}, "
+            f"num_samples={num_samples}, {where}; three epochs, their indices only"))
+
+    def draws_case(n, replacement, num_samples, seed, hint, tier=None):
+        inputs = {"kind": "draws", "data_source": list(range(n)), "replacement": replacement,
                   "num_samples": num_samples, "seed": seed}
         where = f"a generator seeded with {seed}" if seed is not None else "no generator"
         return Case(inputs, hint=hint, tier=tier, description=(
             f"data_source = list(range({n})), replacement={replacement}, "
-            f"num_samples={num_samples}, {where}; three epochs"))
+            f"num_samples={num_samples}, {where}; three epochs, draw for draw"))
 
     return [
-        case(10, False, None, 0, f"draw what torch's sampler draws, when it draws it: {LOOK} "
-                                 "(with the same generator)", tier=1),
-        case(10, False, None, None,
-             "without a generator: what does torch draw from the global generator, and where "
-             "do its permutations come from? (a new generator's first row shows its seed)",
-             tier=2),
-        case(7, False, 17, 1, "num_samples=17 of 7 samples: count torch's permutations per "
-                              "epoch in the log, and which of their indices it yields",
-             tier=2),
-        case(7, False, 3, 2, "num_samples=3 of 7 samples: which of torch's draws give the "
-                             "3 indices?", tier=2),
-        case(5, True, None, 3, "replacement=True: torch draws with another call, in pieces: "
-                               "look at the calls and their sizes", tier=2),
-        case(5, True, 70, 4, "replacement=True, num_samples=70: how many calls, of which "
-                             "sizes?", tier=3),
-        case(1, False, None, 5, "a single sample: every epoch is [0], drawn as torch draws it"),
-        case(0, False, None, 6, "an empty dataset has nothing to sample: raise ValueError in "
-                                "__init__"),
+        concept(10, False, None, 0, "each epoch is a new order of all the indices, each once, "
+                                    "drawn only from the generator you were given: two "
+                                    "samplers with generators seeded alike give the same "
+                                    "epochs, and the global generator is not touched"),
+        concept(10, False, None, None, "without a generator, draw from torch's global "
+                                       "generator, so that torch.manual_seed makes the epochs "
+                                       "reproducible (and another seed changes them)"),
+        concept(7, False, 17, 1, "num_samples=17 of 7 samples: two whole passes over the "
+                                 "indices, then 3 indices of one more pass, all different"),
+        concept(7, False, 3, 2, "num_samples=3 of 7 samples: 3 different indices"),
+        concept(5, True, 70, 4, "replacement=True: every index is drawn independently, so an "
+                                "epoch of 70 from 5 samples repeats them unevenly"),
+        concept(1, False, None, 5, "a single sample: every epoch is [0]"),
+        concept(0, False, None, 6, "an empty dataset has nothing to sample: raise ValueError "
+                                   "in __init__"),
+        draws_case(10, False, None, 0, f"draw what torch's sampler draws, when it draws it: "
+                                       f"{LOOK} (with the same generator)", tier=1),
+        draws_case(10, False, None, None,
+                   "without a generator: what does torch draw from the global generator, and "
+                   "where do its permutations come from? (a new generator's first row shows "
+                   "its seed)", tier=2),
+        draws_case(7, False, 17, 1, "num_samples=17 of 7 samples: count torch's permutations "
+                                    "per epoch in the log, and which of their indices it "
+                                    "yields", tier=2),
+        draws_case(7, False, 3, 2, "num_samples=3 of 7 samples: which of torch's draws give "
+                                   "the 3 indices?", tier=2),
+        draws_case(5, True, None, 3, "replacement=True: torch draws with another call, in "
+                                     "pieces: look at the calls and their sizes", tier=2),
+        draws_case(5, True, 70, 4, "replacement=True, num_samples=70: how many calls, of "
+                                   "which sizes?", tier=3),
+        draws_case(1, False, None, 5, "a single sample: every epoch is [0], drawn as torch "
+                                      "draws it"),
     ]
 
 
+def _three_epochs(sampler, limit: int) -> list:
+    return [take(sampler, limit) for _ in range(3)]
+
+
+def _random_concept(implementation, inputs: dict) -> dict:
+    """What any correct random sampler shows, whatever it draws: the shape of each epoch, a
+    new order every epoch, and where its randomness comes from."""
+    data, n = inputs["data_source"], len(inputs["data_source"])
+    settings = {"replacement": inputs["replacement"], "num_samples": inputs["num_samples"]}
+    limit = 2 * max(n, inputs["num_samples"] or 0) + 10
+
+    def make(generator):
+        return implementation(data, generator=generator, **settings)
+
+    seed = inputs["seed"]
+    before = torch.get_rng_state()
+    sampler = make(_generator(seed))
+    epochs = _three_epochs(sampler, limit)
+    seen = {"len(sampler)": len(sampler),
+            "indices per epoch": [len(epoch) for epoch in epochs],
+            "every index in range(len(data_source))": all(
+                type(i) is int and 0 <= i < n for epoch in epochs for i in epoch)}
+    counts = [sorted(collections.Counter(epoch).values()) for epoch in epochs]
+    if inputs["replacement"]:
+        seen["indices drawn independently (uneven counts)"] = [
+            len(set(count)) > 1 for count in counts]
+    else:
+        seen["how often each index comes, per epoch (sorted)"] = counts
+    if len(epochs[0]) >= 10:  # shorter epochs may repeat by chance, torch's too
+        seen["another order every epoch"] = len({tuple(epoch) for epoch in epochs}) == 3
+    if seed is not None:
+        seen["a sampler with a generator seeded alike gives the same epochs"] = (
+            _three_epochs(make(_generator(seed)), limit) == epochs)
+        seen["the global generator untouched"] = torch.equal(before, torch.get_rng_state())
+    else:
+        torch.manual_seed(11)
+        again = _three_epochs(make(None), limit)
+        torch.manual_seed(11)
+        seen["after the same torch.manual_seed, the same epochs"] = (
+            _three_epochs(make(None), limit) == again)
+        torch.manual_seed(12)
+        seen["after another torch.manual_seed, other epochs"] = (
+            _three_epochs(make(None), limit) != again)
+    return seen
+
+
 def _use_random_sampler(implementation, case: Case) -> dict:
-    """Three epochs, each marked where it starts (``iter``), where its first index comes
-    and where it ends: the draws must be torch's, at torch's moments."""
+    """The concept cases (their indices only), or torch's draws: three epochs, each marked
+    where it starts (``iter``), where its first index comes and where it ends."""
     inputs = case.inputs
+    if inputs["kind"] == "concept":
+        return _random_concept(implementation, inputs)
     generator = _generator(inputs["seed"])
     named = {"the sampler's generator": generator} if generator is not None else {}
     limit = 2 * max(len(inputs["data_source"]), inputs["num_samples"] or 0) + 10
@@ -167,18 +246,26 @@ register(Exercise(
     hint=f"the indices come from torch's draws: {LOOK}",
     expected_from="torch: `RandomSampler`",
     rules=(
-        Rule("torch's draws: the same calls, generators, order and moments (`draws()` logs with marks at `iter`, the first index, the end; then the indices and the global RNG afterwards)",
-             (1, 2, 3, 4, 5, 6, 7)),
-        Rule("with a generator: a permutation per epoch, plus the head's, drawn even when empty",
-             (1, 7)),
-        Rule("no generator: one seed from the global generator per epoch, for a new generator",
+        Rule("each epoch: a new order of all the indices, each once",
+             (1, 6)),
+        Rule("a generator decides everything: seeded alike, the same epochs; the global generator untouched",
+             (1,)),
+        Rule("no generator: the global generator, so `torch.manual_seed` makes the epochs reproducible",
              (2,)),
-        Rule("`num_samples`: whole permutations, then a head",
+        Rule("`num_samples`: whole passes over the indices, then part of one more",
              (3, 4)),
-        Rule("with replacement: `randint` in chunks of 32",
-             (5, 6)),
+        Rule("with replacement: indices drawn independently",
+             (5,)),
         Rule("an empty dataset: `ValueError`",
-             (8,)),
+             (7,)),
+        Rule("torch's draws, call for call: a permutation per epoch, then the head's, drawn even when empty",
+             (8, 14), parity="draw order"),
+        Rule("no generator: one seed from the global generator per epoch, at the first index, for a new generator",
+             (9,), parity="the seed's draw"),
+        Rule("`num_samples`: the head is the first `num_samples % n` indices of one more permutation",
+             (10, 11), parity="the head's indices"),
+        Rule("with replacement: `randint` in chunks of 32, then the rest",
+             (12, 13), parity="chunks of 32"),
     ),
     goals=(2,),
 ))
@@ -244,10 +331,12 @@ register(Exercise(
              (1, 2, 3, 5, 6, 7)),
         Rule("a new pass over the sampler every epoch",
              (4,)),
-        Rule("`batch_size` a positive int, not a bool; `drop_last` a bool: else `ValueError`",
-             (8, 9, 10, 11)),
+        Rule("`batch_size` a positive int; `drop_last` a bool: else `ValueError`",
+             (8, 9, 11)),
         Rule("`len()` iterates nothing: a random sampler's epochs after it are as without it",
              (4,)),
+        Rule("`True` refused as a batch size, as torch refuses it",
+             (10,), parity="a bool is no batch size"),
     ),
     goals=(1, 5),
 ))
