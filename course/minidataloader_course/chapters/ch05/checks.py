@@ -10,7 +10,14 @@ from torch.utils.data._utils.fetch import _IterableDatasetFetcher, _MapDatasetFe
 
 from minidataloader_course.chapters.ch05 import solution as solutions
 from minidataloader_course.checker.draws import DRAWS_KEY, compare_with_draws, draws
-from minidataloader_course.checker.framework import Case, Exercise, Rule, TooManyItems, register
+from minidataloader_course.checker.framework import (
+    Case,
+    Exercise,
+    Rule,
+    TooManyItems,
+    register,
+    take,
+)
 from minidataloader_course.checker.questions import Choice, Prediction
 
 LOADER_ITSELF = ("minidataloader.dataloader._SingleProcessDataLoaderIter",
@@ -88,46 +95,47 @@ MAP, STREAM = "map", "stream"
 _DATASETS = {MAP: lambda: Squares(10), STREAM: lambda: Numbers(5)}
 _NAMES = {MAP: "a map-style dataset of 10 samples", STREAM: "an IterableDataset"}
 
-# (dataset, arguments, hint). The hint names the rule of the statement the case tests. The
-# chapter's table shows torch refusing examples of its own, not these.
+# (dataset, arguments, hint). The hint names the behaviour the case tests. The chapter's
+# probes and table show torch refusing examples of its own, not these.
 _VALIDATION = [
     (MAP, {}, "all defaults are fine"),
     (MAP, {"batch_size": 3, "shuffle": True}, "shuffle=True with a batch size is fine"),
-    (MAP, {"sampler": [3, 1, 2], "batch_size": 2}, "a sampler of your own is fine"),
+    (MAP, {"sampler": [3, 1, 2], "batch_size": 2},
+     "a sampler of your own is fine: shuffle=None (the default) is not shuffle=True"),
     (MAP, {"batch_sampler": [[0, 1], [2]]}, "a batch_sampler alone is fine"),
     (MAP, {"batch_size": None}, "batch_size=None (no batching) is fine"),
     (STREAM, {"batch_size": 2, "drop_last": True}, "an IterableDataset may drop its last batch"),
-    (STREAM, {"shuffle": False}, "rule 3: shuffle=False is accepted for an IterableDataset"),
+    (STREAM, {"shuffle": False},
+     "torch tolerates shuffle=False for an IterableDataset (old code passes it): only a "
+     "shuffle that asks for shuffling is refused"),
     (MAP, {"num_workers": 3, "prefetch_factor": 1, "persistent_workers": True},
      "prefetch_factor and persistent_workers are fine with workers"),
-    (MAP, {"num_workers": -3}, "rule 1: num_workers must be >= 0"),
-    (MAP, {"timeout": -0.5}, "rule 1: timeout must be >= 0"),
+    (MAP, {"num_workers": -3}, "num_workers must be >= 0"),
+    (MAP, {"timeout": -0.5}, "timeout must be >= 0"),
     (MAP, {"prefetch_factor": 2},
-     "rule 2: prefetch_factor counts batches loaded ahead by each worker: with num_workers=0 "
-     "it must stay None"),
-    (MAP, {"num_workers": 1, "prefetch_factor": -2}, "rule 2: prefetch_factor must be >= 0"),
-    (MAP, {"persistent_workers": True}, "rule 2: persistent_workers needs num_workers > 0"),
+     "prefetch_factor counts batches loaded ahead by each worker: with num_workers=0 it must "
+     "stay None"),
+    (MAP, {"num_workers": 1, "prefetch_factor": -2}, "prefetch_factor must be >= 0"),
+    (MAP, {"persistent_workers": True}, "persistent_workers needs num_workers > 0"),
     (MAP, {"shuffle": True, "sampler": [2, 1]},
-     "rule 4: shuffle=True and a sampler both decide the order: ValueError"),
+     "shuffle=True and a sampler both decide the order: ValueError"),
     (MAP, {"batch_sampler": [[1, 0]], "batch_size": 3},
-     "rule 5: a batch_sampler excludes batch_size (other than the default 1)"),
-    (MAP, {"batch_sampler": [[1, 0]], "shuffle": True}, "rule 5: a batch_sampler excludes shuffle"),
-    (MAP, {"batch_sampler": [[1, 0]], "sampler": [1, 0]}, "rule 5: a batch_sampler excludes "
-                                                          "sampler"),
-    (MAP, {"batch_sampler": [[1, 0]], "drop_last": True}, "rule 5: a batch_sampler excludes "
-                                                          "drop_last"),
+     "a batch_sampler excludes batch_size (other than the default 1)"),
+    (MAP, {"batch_sampler": [[1, 0]], "shuffle": True}, "a batch_sampler excludes shuffle"),
+    (MAP, {"batch_sampler": [[1, 0]], "sampler": [1, 0]}, "a batch_sampler excludes sampler"),
+    (MAP, {"batch_sampler": [[1, 0]], "drop_last": True}, "a batch_sampler excludes drop_last"),
     (MAP, {"batch_size": None, "drop_last": True},
-     "rule 6: batch_size=None makes no batches, so drop_last=True makes no sense: ValueError"),
-    (STREAM, {"shuffle": True}, "rule 3: an IterableDataset cannot be shuffled by the loader"),
-    (STREAM, {"sampler": [1, 0]}, "rule 3: an IterableDataset takes no sampler"),
-    (STREAM, {"batch_sampler": [[1]]}, "rule 3: an IterableDataset takes no batch_sampler"),
-    (MAP, {"batch_size": 0}, "rule 7: batch_size must be a positive int (BatchSampler checks it)"),
-    (MAP, {"batch_size": 1.5}, "rule 7: batch_size must be an int, not a float"),
+     "batch_size=None makes no batches, so drop_last=True makes no sense: ValueError"),
+    (STREAM, {"shuffle": True}, "an IterableDataset cannot be shuffled by the loader"),
+    (STREAM, {"sampler": [1, 0]}, "an IterableDataset takes no sampler"),
+    (STREAM, {"batch_sampler": [[1]]}, "an IterableDataset takes no batch_sampler"),
+    (MAP, {"batch_size": 0}, "batch_size must be a positive int (the BatchSampler checks it)"),
+    (MAP, {"batch_size": 1.5}, "batch_size must be an int, not a float"),
     (MAP, {"batch_size": True},
-     "rule 7: True is an int in Python (isinstance(True, int)), but the BatchSampler refuses "
+     "True is an int in Python (isinstance(True, int)), but torch's BatchSampler refuses "
      "bools"),
-    (STREAM, {"batch_size": -2}, "rule 7: batch_size must be positive for a stream too"),
-    (MAP, {"drop_last": None}, "rule 7: drop_last must be a bool (BatchSampler checks it)"),
+    (STREAM, {"batch_size": -2}, "batch_size must be positive for a stream too"),
+    (MAP, {"drop_last": None}, "drop_last must be a bool (the BatchSampler checks it)"),
     (MAP, {"timeout": 3},
      "timeout=3 with num_workers=0 is accepted when the loader is built (torch's constructor "
      "accepts it): the epoch refuses it, in the iterator, not this function"),
@@ -155,29 +163,35 @@ register(Exercise(
     reference=solutions.check_loader_arguments,
     oracle=_torch_accepts,
     cases=_validation_cases,
-    hint="go through the rules of the statement in their order: workers and timeouts, the "
-         "IterableDataset rules, sampler vs shuffle, batch_sampler vs the rest, then "
-         "batch_size and drop_last; a timeout without workers is not refused here",
+    hint="probe torch's DataLoader with these arguments: a wrong value or a contradiction "
+         "is refused with ValueError when the loader is built; a timeout without workers is "
+         "not refused here",
     time_limit=3.0,
     piece="dataloader.check_loader_arguments",
     expected_from="torch: its `DataLoader`, built",
     rules=(
-        Rule("accepted combinations return `None`, a `timeout` without workers included",
-             (1, 2, 3, 4, 5, 6, 7, 8, 28)),
-        Rule("rule 1: `num_workers`, `timeout` >= 0",
+        Rule("accepted combinations return `None`",
+             (1, 2, 3, 4, 5, 6, 8)),
+        Rule("`num_workers`, `timeout` >= 0",
              (9, 10)),
-        Rule("rule 2: `prefetch_factor` and `persistent_workers` need workers; `prefetch_factor` >= 0",
+        Rule("`prefetch_factor` and `persistent_workers` need workers; `prefetch_factor` >= 0",
              (11, 12, 13)),
-        Rule("rule 3: a stream takes no shuffle, sampler or batch sampler (`shuffle=False` is fine)",
-             (7, 20, 21, 22)),
-        Rule("rule 4: a sampler excludes `shuffle=True`",
+        Rule("a stream takes no shuffle, sampler or batch sampler",
+             (20, 21, 22)),
+        Rule("a sampler excludes `shuffle=True`",
              (14,)),
-        Rule("rule 5: a batch sampler excludes `batch_size`, `shuffle`, `sampler`, `drop_last`",
+        Rule("a batch sampler excludes `batch_size`, `shuffle`, `sampler`, `drop_last`",
              (15, 16, 17, 18)),
-        Rule("rule 6: `batch_size=None` excludes `drop_last=True`",
+        Rule("`batch_size=None` excludes `drop_last=True`",
              (19,)),
-        Rule("rule 7: the `BatchSampler`'s own checks, bools included",
-             (23, 24, 25, 26, 27)),
+        Rule("`batch_size` a positive `int`, `drop_last` a bool",
+             (23, 24, 26, 27)),
+        Rule("`shuffle=False` tolerated for a stream",
+             (7,), parity="shuffle=False for a stream"),
+        Rule("`batch_size=True` refused: a bool, though an `int`",
+             (25,), parity="a bool batch size"),
+        Rule("a `timeout` without workers accepted when built (the epoch refuses it)",
+             (28,), parity="the timeout, checked at the epoch"),
     ),
     goals=(2,),
 ))
@@ -430,16 +444,25 @@ def _describe(kind: str, size: int, arguments: dict) -> str:
     names = {"map": "a dataset of {} squares", "batched": "a dataset of {} squares with "
              "__getitems__", "stream": "an IterableDataset of {} numbers"}
     shown = {name: f"torch.Generator().manual_seed({value})" if name == "generator"
+             else _OWN_SAMPLER if value == _OWN_SAMPLER_SEED
              else getattr(value, "__name__", None) or repr(value)
              for name, value in arguments.items()}
     given = ", ".join(f"{name}={value}" for name, value in shown.items())
     return f"{names[kind].format(size)}, {given or 'no other argument'}"
 
 
+# A sampler of the hidden cases: a RandomSampler with a generator of its own (seed 3), named
+# by a string so that the case's inputs stay plain data.
+_OWN_SAMPLER_SEED = "RandomSampler, seed 3"
+_OWN_SAMPLER = "RandomSampler(range(10), generator=torch.Generator().manual_seed(3))"
+
+
 def _loader_arguments(arguments) -> dict:
     arguments = dict(arguments)
     if "generator" in arguments:
         arguments["generator"] = torch.Generator().manual_seed(arguments["generator"])
+    if arguments.get("sampler") == _OWN_SAMPLER_SEED:
+        arguments["sampler"] = _own_sampler(3)
     return arguments
 
 
@@ -465,11 +488,32 @@ def _named(arguments: dict) -> dict:
     return {"the loader's generator": generator} if generator is not None else {}
 
 
+def _own_sampler(seed: int):
+    """A RandomSampler with a generator of its own, for a loader without one: its order does
+    not depend on what the loader's iterator draws from the global generator."""
+    return RandomSampler(range(10), generator=torch.Generator().manual_seed(seed))
+
+
+def _random_state(generator=None) -> tuple:
+    """The global generator's state and ``generator``'s, as bytes: what a draw changes."""
+    states = [torch.get_rng_state()] + ([generator.get_state()] if generator is not None else [])
+    return tuple(bytes(state.numpy()) for state in states)
+
+
+def _drew_nothing(count, loader, generator=None) -> bool:
+    """Whether ``count(loader)`` (a ``len()``) left every random number generator as it was:
+    counting must not draw (a pass over a random sampler would)."""
+    before = _random_state(generator)
+    count(loader)
+    return _random_state(generator) == before
+
+
 def _use_iterator(implementation, case: Case) -> dict:
     """The iterator of one epoch, made from a finished loader (the reference DataLoader):
-    what it reads when, what it draws from the random number generators (and when), what it
-    gives."""
+    what it reads when, what it gives, whether its ``len()`` draws; for an ``exact`` case
+    also what it draws from the random number generators (and when), torch's detail."""
     kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    exact = case.inputs.get("exact", False)
     arguments = _loader_arguments(arguments)
     dataset = _dataset(kind, size)
     torch.manual_seed(0)
@@ -485,31 +529,35 @@ def _use_iterator(implementation, case: Case) -> dict:
         seen["the other batches"] = _epoch(iterator, size + 2)
         seen["next() after the last batch"] = _next_or_end(iterator)
         log.mark("the end of the epoch")
-    seen[DRAWS_KEY] = log.rows
+    if exact:
+        seen[DRAWS_KEY] = log.rows
     if kind == "batched":
         seen["calls of __getitems__"] = dataset.batched_reads
     if kind != "stream" or "batch_size" not in arguments or arguments["batch_size"] is None:
         seen["len(iterator)"] = len(iterator)
-    seen["the global RNG afterwards"] = _global_draw()
+        seen["len(iterator) drew no random number"] = _drew_nothing(
+            len, iterator, getattr(loader.sampler, "generator", None))
+    if exact:
+        seen["the global RNG afterwards"] = _global_draw()
     return seen
 
 
 def _iterator_cases() -> list[Case]:
-    def case(kind, size, hint, tier=None, **arguments):
-        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
+    def case(kind, size, hint, tier=None, exact=False, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items()),
+                     "exact": exact},
                     description=f"SingleProcessIterator(loader) for a loader of "
-                                f"{_describe(kind, size, arguments)}", hint=hint, tier=tier)
+                                f"{_describe(kind, size, arguments)}"
+                                + ("; its random draws compared with torch's" if exact else ""),
+                    hint=hint, tier=tier)
 
     return [
-        case("map", 10, "read no sample in __init__, but draw there what torch's iterator "
-                        "draws when it is made (see it with draws()); each next() takes the "
-                        "next list of indices and fetches it with a MapFetcher",
-             tier=1, batch_size=4),
-        case("map", 10, "the iterator's draw and the sampler's permutation come from the same "
-                        "generator, the loader's: torch's order, at torch's moments",
-             tier=2, batch_size=3, shuffle=True, generator=7),
-        case("map", 10, "without a generator, the iterator draws from the global generator, "
-                        "when it is made", tier=2, batch_size=3, shuffle=True),
+        case("map", 10, "read no sample when the iterator is made; each next() takes the next "
+                        "list of indices and fetches it with a MapFetcher; len() is "
+                        "len(loader)", batch_size=4),
+        case("map", 10, "the order is the loader's sampler's (here a RandomSampler with a "
+                        "generator of its own); len() counts without a pass over it, which "
+                        "would draw", batch_size=4, sampler=_OWN_SAMPLER_SEED),
         case("batched", 9, "a MapFetcher makes one __getitems__ call per batch", batch_size=4),
         case("map", 6, "collate with the loader's collate_fn (here one that makes lists), "
                        "whatever it is: give it to the fetcher", batch_size=4,
@@ -522,6 +570,12 @@ def _iterator_cases() -> list[Case]:
         case("stream", 10, "drop_last=True: the fetcher drops the short last batch",
              batch_size=4, drop_last=True),
         case("map", 0, "an empty dataset: the first next() raises StopIteration", batch_size=2),
+        case("map", 10, "draw, when the iterator is made, what torch's iterator draws (see it "
+                        "with draws()): the iterator's draw and the sampler's permutation come "
+                        "from the same generator, the loader's, in torch's order",
+             tier=1, exact=True, batch_size=3, shuffle=True, generator=7),
+        case("map", 10, "without a generator, the iterator draws from the global generator, "
+                        "when it is made", tier=2, exact=True, batch_size=3, shuffle=True),
         case("map", 4, "a loader with a timeout but no workers: the iterator raises "
                        "AssertionError when it is made (torch's loader accepted the timeout; "
                        "its single-process iterator refuses it)", batch_size=2, timeout=5),
@@ -548,31 +602,41 @@ register(Exercise(
     cases=_iterator_cases,
     run=_use_iterator,
     compare=compare_with_draws(),
-    hint="__init__: iter() of the loader's batch_sampler (or sampler if there is none), then "
-         "what torch's iterator draws, then AssertionError if loader.timeout is not 0, then "
-         "the fetcher; __next__ fetches the next indices; __len__: len(loader)",
+    hint="make the epoch's pass over the index sampler and the fetcher when the iterator is "
+         "made, read nothing then; each next() fetches the next indices; len() is len(loader)",
     forbidden=LOADER_ITSELF,
     time_limit=3.0,
     piece="dataloader.SingleProcessIterator",
     expected_from="torch: the iterator of its `DataLoader` made of the same parts",
     rules=(
-        Rule("reads nothing before `next()`; `iter` returns itself; `len` is `len(loader)` (and draws nothing: the global RNG afterwards is compared); `StopIteration` at the end",
-             (1, 3, 9)),
-        Rule("torch's draws (`draws()` logs marked when the iterator is made, after the first `next()`, at the end): the one draw of the iterator when it is made, from the loader's generator or the global one, before the sampler's",
-             (1, 2, 3), note="every case's log is compared"),
+        Rule("reads nothing before `next()`; `iter` returns itself; `len` is `len(loader)` and draws nothing; `StopIteration` at the end",
+             (1, 2, 8)),
         Rule("the index sampler's order; the batch sampler, or the sampler without batching",
-             (2, 6)),
+             (1, 2, 5)),
         Rule("a `MapFetcher` (one `__getitems__` per batch) or an `IterableFetcher`, with the loader's `collate_fn` and `drop_last`",
-             (4, 5, 7, 8)),
+             (3, 4, 6, 7)),
+        Rule("torch's draws (`draws()` logs marked when the iterator is made, after the first `next()`, at the end): one draw when the iterator is made, from the loader's generator or the global one, before the sampler's",
+             (9, 10), note="every draw is compared", parity="the base seed's draw"),
         Rule("a loader's `timeout` other than 0: `AssertionError` when the iterator is made",
-             (10,)),
+             (11,), parity="AssertionError for a timeout"),
     ),
     goals=(4, 5),
 ))
 
 
+def _contents(epoch: list) -> list:
+    """What an epoch held, in order: its batches' samples one after the other."""
+    return [sample for batch in epoch
+            for sample in (batch.tolist() if isinstance(batch, torch.Tensor) else batch)]
+
+
 def _use_loader(implementation, case: Case) -> dict:
+    """A loader built with the case's arguments, two epochs of it: its parts, its length
+    (and whether counting drew), its batches; a shuffled epoch is compared by what it holds
+    and whether its order is new, unless the case is ``exact``: then its batches, and the
+    random draws of both epochs, are torch's detail."""
     kind, size, arguments = (case.inputs[k] for k in ("kind", "size", "arguments"))
+    exact = case.inputs.get("exact", False)
     dataset = _dataset(kind, size)
     arguments = _loader_arguments(arguments)
     torch.manual_seed(0)
@@ -590,8 +654,11 @@ def _use_loader(implementation, case: Case) -> dict:
                     loader.sampler.generator is arguments.get("generator"))
         try:
             seen["len(loader)"] = len(loader)
+            seen["len(loader) drew no random number"] = _drew_nothing(
+                len, loader, arguments.get("generator"))
         except TypeError:  # a stream without __len__: its epochs are still compared
             seen["len(loader)"] = "raises TypeError"
+        epochs = []
         for epoch in (1, 2):
             try:
                 iterator = iter(loader)
@@ -601,26 +668,35 @@ def _use_loader(implementation, case: Case) -> dict:
                 seen["iter(loader)"] = f"raises {type(error).__name__}"
                 return seen
             log.mark(f"epoch {epoch}: iter(loader)")
-            seen[f"epoch {epoch}"] = _epoch(iterator, size + 2)
+            epochs.append(_epoch(iterator, size + 2))
             log.mark(f"epoch {epoch}: the end")
-    seen[DRAWS_KEY] = log.rows
-    seen["the global RNG afterwards"] = _global_draw()
+    if exact or not arguments.get("shuffle"):
+        seen["epoch 1"], seen["epoch 2"] = epochs
+    else:  # the concept: every sample once an epoch, in a new order each epoch
+        seen["each epoch's samples, sorted"] = [sorted(_contents(e)) for e in epochs]
+        seen["each epoch's batch sizes"] = [[len(batch) for batch in e] for e in epochs]
+        seen["epoch 2 in epoch 1's order"] = _contents(epochs[0]) == _contents(epochs[1])
+    if exact:
+        seen[DRAWS_KEY] = log.rows
+        seen["the global RNG afterwards"] = _global_draw()
     return seen
 
 
 def _loader_cases() -> list[Case]:
-    def case(kind, size, hint, **arguments):
-        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items())},
-                    description=f"DataLoader({_describe(kind, size, arguments)}); two epochs",
+    def case(kind, size, hint, exact=False, **arguments):
+        return Case({"kind": kind, "size": size, "arguments": tuple(arguments.items()),
+                     "exact": exact},
+                    description=f"DataLoader({_describe(kind, size, arguments)}); two epochs"
+                                + (", their random draws compared with torch's" if exact
+                                   else ""),
                     hint=hint)
 
     return [
         case("map", 10, "no shuffle: a SequentialSampler, grouped by a BatchSampler, batches "
                         "collated by default_collate", batch_size=4),
         case("map", 10, "shuffle=True: a RandomSampler with the loader's generator; each "
-                        "epoch a new order", batch_size=3, shuffle=True, generator=1),
-        case("map", 10, "shuffle=True without a generator: both draws come from the global "
-                        "generator", batch_size=3, shuffle=True),
+                        "epoch a new order; len() counts without drawing", batch_size=3,
+             shuffle=True, generator=1),
         case("map", 10, "drop_last=True goes to the BatchSampler", batch_size=4,
              drop_last=True),
         case("map", 10, "a sampler of your own (a list) replaces the SequentialSampler",
@@ -642,6 +718,14 @@ def _loader_cases() -> list[Case]:
         case("map", 10, "multiprocessing_context needs workers: ValueError",
              multiprocessing_context="spawn"),
         case("map", 10, "the BatchSampler refuses batch_size=0", batch_size=0),
+        case("map", 10, "each epoch's iterator draws torch's base seed from the global "
+                        "generator, even without shuffling", exact=True, batch_size=4),
+        case("map", 10, "the base seed and the shuffle both come from the loader's generator, "
+                        "in torch's order", exact=True, batch_size=3, shuffle=True,
+             generator=1),
+        case("map", 10, "shuffle=True without a generator: the base seed and the sampler's "
+                        "seed both come from the global generator", exact=True, batch_size=3,
+             shuffle=True),
         case("map", 10, "timeout=5 without workers: the loader is built (as torch's is), and "
                         "iter(loader) raises AssertionError, from your iterator", batch_size=4,
              timeout=5),
@@ -654,33 +738,133 @@ register(Exercise(
     cases=_loader_cases,
     run=_use_loader,
     compare=compare_with_draws(),
-    hint="__init__: check_loader_arguments, then the sampler (a RandomSampler with the "
-         "generator for shuffle=True, a SequentialSampler otherwise, None forever for a "
-         "stream), the BatchSampler (unless batch_size is None or you got a batch_sampler), "
-         "the collate_fn (a timeout without workers is accepted: the iterator refuses it); "
-         "__len__: loader_len; __iter__: SingleProcessIterator(self)",
+    hint="check the arguments, then choose the sampler, the batch sampler and the collate_fn "
+         "as torch's constructor does (probe it); len() and iter() hand the work to your "
+         "loader_len and SingleProcessIterator",
     forbidden=LOADER_ITSELF + ("minidataloader.dataloader.DataLoader",
                                "torch.utils.data.dataloader.DataLoader"),
     time_limit=4.0,
     piece="dataloader.DataLoader",
     expected_from="torch: `DataLoader`",
     rules=(
-        Rule("the parts: `SequentialSampler` or `RandomSampler` with the loader's generator, `BatchSampler` (with `drop_last`), `default_collate`; two epochs, `len`",
-             (1, 2, 3, 4)),
+        Rule("the parts: `SequentialSampler` or `RandomSampler` with the loader's generator, `BatchSampler` (with `drop_last`), `default_collate`; two epochs; `len`, which draws nothing",
+             (1, 2, 3)),
         Rule("a sampler or batch sampler of your own (then `batch_size` is `None`, `drop_last` `False`)",
-             (5, 6)),
+             (4, 5)),
         Rule("`batch_size=None`: no batch sampler, `default_convert`; a `collate_fn` of your own",
-             (7, 8)),
+             (6, 7)),
         Rule("`__getitems__`; an `IterableDataset` with and without batching",
-             (9, 10, 11)),
+             (8, 9, 10)),
         Rule("refused arguments: `check_loader_arguments`, `multiprocessing_context` without workers, the `BatchSampler`'s checks",
-             (12, 13, 14)),
-        Rule("torch's draws over two epochs (`draws()` logs marked at each `iter(loader)` and epoch end)",
-             (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)),
+             (11, 12, 13)),
+        Rule("torch's draws over two epochs (`draws()` logs marked at each `iter(loader)` and epoch end), and torch's shuffled batches",
+             (14, 15, 16), parity="the base seed's draw"),
         Rule("a `timeout` without workers: built, and `iter(loader)` raises `AssertionError`",
-             (15,)),
+             (17,), parity="AssertionError for a timeout"),
     ),
     goals=(1, 6),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The debugging lab: a loader with four bugs, mended
+
+
+def records(size: int) -> list[dict]:
+    """The lab's dataset: ``size`` dict samples whose keys are not in alphabetical order."""
+    return [{"x": torch.tensor([i, -i]), "label": i % 3} for i in range(size)]
+
+
+def _torch_lab_loader(dataset, batch_size=1, shuffle=False, generator=None):
+    """torch's answer: its DataLoader with the same arguments."""
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator)
+
+
+def _order(epoch: list) -> list[int]:
+    """The samples of an epoch, in order, by their number (``x[0]``)."""
+    return [int(number) for batch in epoch for number in batch["x"][:, 0]]
+
+
+def _use_lab_loader(implementation, case: Case) -> dict:
+    """Three epochs of the loader, for a concept case: the batches, or (shuffled) what each
+    epoch holds and whether its order is new; for an ``exact`` case, two epochs' batches and
+    their random draws, to compare with torch's."""
+    size, batch_size, shuffle, seed, exact = (
+        case.inputs[k] for k in ("size", "batch_size", "shuffle", "seed", "exact"))
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    named = {} if generator is None else {"the loader's generator": generator}
+    torch.manual_seed(0)
+    loader = implementation(records(size), batch_size, shuffle, generator=generator)
+    seen = {"len(loader)": len(loader)}
+    epochs = []
+    with draws(**named) as log:
+        for epoch in (1, 2, 3):
+            epochs.append(take(loader, size + 2))
+            log.mark(f"epoch {epoch}: the end")
+    if exact:
+        seen["epoch 1"], seen["epoch 2"] = epochs[:2]
+        seen[DRAWS_KEY] = log.rows
+        seen["the global RNG afterwards"] = _global_draw()
+    elif not shuffle:
+        seen["epoch 1"] = epochs[0]
+    else:
+        orders = [_order(epoch) for epoch in epochs]
+        seen["each epoch's samples, sorted"] = [sorted(order) for order in orders]
+        seen["epoch 2 in epoch 1's order"] = orders[1] == orders[0]
+        seen["epoch 3 in epoch 2's order"] = orders[2] == orders[1]
+    return seen
+
+
+def _lab_cases() -> list[Case]:
+    def case(size, batch_size, hint, shuffle=False, seed=None, exact=False):
+        generator = "" if seed is None else f", generator=torch.Generator().manual_seed({seed})"
+        return Case({"size": size, "batch_size": batch_size, "shuffle": shuffle, "seed": seed,
+                     "exact": exact},
+                    description=f"LabLoader(records({size}), batch_size={batch_size}, "
+                                f"shuffle={shuffle}{generator}), where records(n) are the "
+                                f"samples {{'x': tensor([i, -i]), 'label': i % 3}}"
+                                + ("; its batches and random draws compared with torch's"
+                                   if exact else ""),
+                    hint=hint)
+
+    return [
+        case(8, 4, "each field of the batch under its own name: 'x' the stacked x, 'label' "
+                   "the labels"),
+        case(10, 4, "10 samples in batches of 4: two full batches and a short one of 2, which "
+                    "torch keeps (and len(loader) counts)"),
+        case(3, 5, "fewer samples than a batch: one short batch"),
+        case(10, 4, "with a generator, each epoch a new order: the generator goes on from "
+                    "where the last epoch left it", shuffle=True, seed=0),
+        case(10, 3, "torch's order for the same seed: compare your draws with torch's "
+                    "(draws()), their order included", shuffle=True, seed=1, exact=True),
+        case(10, 3, "without a generator, torch's order for the same global seed: the base "
+                    "seed, then the sampler's seed, from the global generator", shuffle=True,
+             exact=True),
+    ]
+
+
+register(Exercise(
+    reference=solutions.LabLoader,
+    oracle=_torch_lab_loader,
+    cases=_lab_cases,
+    run=_use_lab_loader,
+    compare=compare_with_draws(),
+    hint="compare the loader with torch's DataLoader for the same seed: its batches, its len, "
+         "two epochs' orders, and its draws (draws())",
+    forbidden=LOADER_ITSELF,
+    time_limit=3.0,
+    expected_from="torch: `DataLoader` with the same arguments",
+    rules=(
+        Rule("every sample once an epoch: the short last batch kept, and counted by `len`",
+             (2, 3)),
+        Rule("each field of a batch under its own name",
+             (1, 2, 3)),
+        Rule("with a generator, a new order every epoch (the generator is never reseeded)",
+             (4,)),
+        Rule("torch's order for the same seed: the base seed drawn before the sampler's draws",
+             (5, 6), parity="the base seed's draw"),
+    ),
+    goals=(5,),
 ))
 
 

@@ -4,41 +4,86 @@ rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`.""
 
 from minidataloader_course.checker.framework import mutant as m
 
+# The debugging lab's four bugs, as changes to the mended LabLoader: each is a mutant of its
+# own, and all four together make the broken loader the lab hands out (lab.py builds it from
+# these, and a test holds the workbook's stub to it).
+BASE_SEED_LAST = [
+    ("        # the base seed first, as torch's iterator draws it: before the sampler's draws\n"
+     "        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
+     "            generator=self.generator).item()\n", ""),
+    ("\n\n    def collate(self, samples):",
+     "\n        # a base seed per epoch, as torch's iterator draws one\n"
+     "        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
+     "            generator=self.generator).item()\n\n    def collate(self, samples):"),
+]
+LAST_BATCH_LOST = [
+    ("        if samples:  # the short last batch\n            yield self.collate(samples)\n", ""),
+    ("        return -(-len(self.sampler) // self.batch_size)  # a short last batch counts",
+     "        return len(self.sampler) // self.batch_size"),
+]
+FIELDS_MIXED = [
+    ("        return {key: default_collate([sample[key] for sample in samples])\n"
+     "                for key in samples[0]}",
+     "        keys = sorted(samples[0])  # the same order in every batch\n"
+     "        columns = zip(*(sample.values() for sample in samples))\n"
+     "        return {key: default_collate(list(column)) for key, column in zip(keys, columns)}"),
+]
+RESEEDED = [
+    ("            self.sampler = SequentialSampler(dataset)\n",
+     "            self.sampler = SequentialSampler(dataset)\n"
+     "        if generator is not None:\n"
+     "            self.seed = generator.initial_seed()  # to make every epoch reproducible\n"),
+    ("    def __iter__(self):  # one epoch\n",
+     "    def __iter__(self):  # one epoch\n"
+     "        if self.generator is not None:\n"
+     "            self.generator.manual_seed(self.seed)\n"),
+]
+FOUR_BUGS = RESEEDED + BASE_SEED_LAST + LAST_BATCH_LOST + FIELDS_MIXED
+
 MUTANTS = [
     m("check_loader_arguments", "takes True for a batch size",
       [("if isinstance(batch_size, bool) or not isinstance(batch_size, int)",
         "if not isinstance(batch_size, int)")],
-      "rule 7", "refuses bools", breaks=8),
+      "refuses bools", breaks=10),
     m("check_loader_arguments", "refuses a timeout without workers, as the constructor's rule",
       [("    # A timeout without workers is accepted here, as torch's constructor accepts it: the\n"
         "    # single-process iterator refuses it when the epoch starts.\n",
         "    if timeout != 0 and num_workers == 0:\n"
         "        raise AssertionError(\"timeout needs num_workers > 0\")\n")],
-      "accepted when the loader is built", breaks=1),
+      "accepted when the loader is built", breaks=11),
     m("check_loader_arguments", "checks num_workers but not the timeout",
       [("    if timeout < 0:\n        raise ValueError(f\"timeout should be >= 0, got {timeout}\")\n",
         "")],
-      "rule 1", breaks=2),
+      "timeout must be >= 0", breaks=2),
     m("check_loader_arguments", "forgets that a sampler excludes shuffle=True",
       [("    if sampler is not None and shuffle:\n"
         "        raise ValueError(\"pass sampler or shuffle=True, not both\")\n", "")],
-      "rule 4", breaks=5),
+      "both decide the order", breaks=5),
     m("check_loader_arguments", "lets a batch_sampler come with drop_last=True",
       [("if batch_size != 1 or shuffle or sampler is not None or drop_last:",
         "if batch_size != 1 or shuffle or sampler is not None:")],
-      "rule 5", "drop_last", breaks=6),
+      "excludes drop_last", breaks=6),
     m("check_loader_arguments", "lets batch_size=None drop its last batch",
       [("    elif batch_size is None:\n        if drop_last:\n"
         "            raise ValueError(\"batch_size=None makes no batches: there is no last one to drop\")\n",
         "    elif batch_size is None:\n        pass\n")],
-      "rule 6", breaks=7),
+      "makes no batches", breaks=7),
     m("check_loader_arguments", "lets the loader shuffle a stream",
       [("if shuffle not in (None, False):", "if shuffle not in (None, False, True):")],
-      "rule 3", breaks=4),
+      "cannot be shuffled", breaks=4),
     m("check_loader_arguments", "allows prefetch_factor without workers",
       [("if prefetch_factor is not None and num_workers == 0:",
         "if prefetch_factor is not None and num_workers < 0:")],
-      "rule 2", breaks=3),
+      "must stay None", breaks=3),
+    m("check_loader_arguments", "takes shuffle=None (the default) for shuffle=True",
+      [("if sampler is not None and shuffle:", "if sampler is not None and shuffle is not False:")],
+      "shuffle=None (the default) is not shuffle=True", breaks=1),
+    m("check_loader_arguments", "accepts a batch size of 0",
+      [("or batch_size <= 0:", "or batch_size < 0:")],
+      "positive int", breaks=8),
+    m("check_loader_arguments", "refuses shuffle=False for a stream",
+      [("if shuffle not in (None, False):", "if shuffle is not None:")],
+      "tolerates shuffle=False", breaks=9),
     m("loader_len", "counts the dataset even when a sampler is given",
       [("count = len(sampler)", "count = len(dataset)")],
       "a sampler of 3 indices", breaks=1),
@@ -102,7 +147,7 @@ MUTANTS = [
       "len(iterator)", breaks=1),
     m("SingleProcessIterator", "counts the batches in len() by iterating the batch sampler",
       [("return len(self.loader)", "return sum(1 for _ in self.loader.batch_sampler)")],
-      "the global RNG afterwards", breaks=1),
+      "len(iterator) drew no random number", breaks=1),
     m("SingleProcessIterator", "draws the base seed at the first next()",
       [("        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "            generator=loader.generator).item()\n", ""),
@@ -111,22 +156,22 @@ MUTANTS = [
         "            self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "                generator=self.loader.generator).item()\n"
         "        return self.fetcher.fetch(next(self.indices))")],
-      "draws random_ (1 int64 number) from torch (global) between the marks "
-      "«SingleProcessIterator(loader) made» and «the first next()»", "open Hint 1", breaks=2),
+      "draws random_ (1 int64 number) from the loader's generator between the marks "
+      "«SingleProcessIterator(loader) made» and «the first next()»", "open Hint 1", breaks=4),
     m("SingleProcessIterator", "draws no base seed",
       [("        self.base_seed = torch.empty((), dtype=torch.int64).random_(\n"
         "            generator=loader.generator).item()\n", "")],
-      "does not draw random_ (1 int64 number) from torch (global)", breaks=2),
+      "does not draw random_ (1 int64 number) from the loader's generator", breaks=4),
     m("SingleProcessIterator", "collates with its own default_collate, not the loader's collate_fn",
       [("loader.collate_fn, loader.drop_last)", "default_collate, loader.drop_last)")],
-      "the loader's collate_fn", breaks=4),
+      "the loader's collate_fn", breaks=3),
     m("SingleProcessIterator", "forgets the IterableDataset: always a MapFetcher",
       [("fetcher = IterableFetcher if stream else MapFetcher", "fetcher = MapFetcher")],
-      "an IterableFetcher over it", breaks=4),
+      "an IterableFetcher over it", breaks=3),
     m("SingleProcessIterator", "always iterates the batch sampler",
       [("index_sampler = loader.batch_sampler if batched else loader.sampler",
         "index_sampler = loader.batch_sampler")],
-      "batch_size=None", breaks=3),
+      "batch_size=None", breaks=2),
     m("SingleProcessIterator", "lets a timeout through without workers",
       [("        if loader.timeout != 0:  # torch's check, after the draw: a timeout waits for workers\n"
         "            raise AssertionError(\"a timeout waits for worker processes: it needs num_workers > 0\")\n",
@@ -160,11 +205,23 @@ MUTANTS = [
       [("        return loader_len(self.dataset, self.batch_size, self.sampler, self.batch_sampler,\n"
         "                          self.drop_last)\n",
         "        return sum(1 for _ in self.batch_sampler)\n")],
-      "draws", breaks=6),
+      "len(loader) drew no random number", breaks=1),
     m("DataLoader", "refuses a timeout without workers when it is built",
       [("                               persistent_workers)\n",
         "                               persistent_workers)\n"
         "        if timeout != 0 and num_workers == 0:\n"
         "            raise AssertionError(\"timeout needs num_workers > 0\")\n")],
       "iter(loader)", breaks=7),
+    m("LabLoader", "as handed out: all four bugs",
+      FOUR_BUGS, "under its own name", breaks=2),
+    m("LabLoader", "loses the short last batch",
+      LAST_BATCH_LOST, "short one of 2", breaks=1),
+    m("LabLoader", "keeps the last batch but len() still rounds down",
+      LAST_BATCH_LOST[1:], "len(loader) counts", breaks=1),
+    m("LabLoader", "pairs the sorted keys with the fields in the samples' order",
+      FIELDS_MIXED, "under its own name", breaks=2),
+    m("LabLoader", "reseeds the generator every epoch",
+      RESEEDED, "each epoch a new order", breaks=3),
+    m("LabLoader", "draws the base seed after the sampler's draws",
+      BASE_SEED_LAST, "in another order", breaks=4),
 ]

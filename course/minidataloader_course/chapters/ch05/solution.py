@@ -189,3 +189,36 @@ class MultiProcessIterator:
 
     def __init__(self, loader):
         raise NotImplementedError("worker processes come in chapter 6")
+
+
+class LabLoader:
+    """A single-process loader for map-style datasets of dict samples (the debugging lab)."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, generator=None):
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.generator = generator
+        if shuffle:
+            self.sampler = RandomSampler(dataset, generator=generator)
+        else:
+            self.sampler = SequentialSampler(dataset)
+
+    def __len__(self):
+        return -(-len(self.sampler) // self.batch_size)  # a short last batch counts
+
+    def __iter__(self):  # one epoch
+        # the base seed first, as torch's iterator draws it: before the sampler's draws
+        self.base_seed = torch.empty((), dtype=torch.int64).random_(
+            generator=self.generator).item()
+        samples = []
+        for index in self.sampler:
+            samples.append(self.dataset[index])
+            if len(samples) == self.batch_size:
+                yield self.collate(samples)
+                samples = []
+        if samples:  # the short last batch
+            yield self.collate(samples)
+
+    def collate(self, samples):
+        return {key: default_collate([sample[key] for sample in samples])
+                for key in samples[0]}
