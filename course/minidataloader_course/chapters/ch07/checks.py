@@ -79,7 +79,7 @@ register(Exercise(
     expected_from="torch: `_generate_state`",
     rules=(
         Rule("`SeedSequence([worker_id, low word, high word, 0]).generate_state(4)` as a list",
-             (1, 3, 6, 8)),
+             (1, 3, 6, 8), parity="torch's four words, in its order"),
         Rule("base seeds over 32 bits",
              (2, 4, 5, 7)),
     ),
@@ -426,7 +426,9 @@ register(Exercise(
     piece="worker.worker_loop",
     expected_from="reference; milestone 7 compares with torch",
     rules=(
-        Rule("torch and `random` seeded with `base_seed + worker_id`, numpy with `generate_state`; `_worker_info` set (id, num_workers, seed, this dataset)",
+        Rule("torch and `random` seeded with `base_seed + worker_id`, numpy with `generate_state`",
+             (1, 2), parity="torch's seed arithmetic"),
+        Rule("`get_worker_info()` knows the worker: `WorkerInfo(id, num_workers, seed, this dataset)`",
              (1, 2)),
         Rule("`init_fn(worker_id)` after the seeds and the info",
              (3,)),
@@ -472,9 +474,9 @@ register(Exercise(
     oracle=TorchIterator,
     cases=_stream_iterator_cases,
     run=use_iterator,
-    hint=("keep a list active[worker_id]; on (number, StreamEnded(w)): active[w] = False, "
-          "None to w, dispatch once more, read on; skip batch numbers owed by an inactive "
-          "worker; dispatch only to active workers"),
+    hint=("a StreamEnded from worker w is never handed out: w gets None and no more tasks, "
+          "one more task goes to a worker whose stream has not ended, and the batch numbers "
+          "w still owed are skipped"),
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
@@ -493,6 +495,15 @@ register(Exercise(
 
 # ---------------------------------------------------------------------------------------
 # Check yourself
+
+register(Choice(
+    "ch07-seed-rule", answer="a", why={
+        "b": "the seed column differs from worker to worker: worker 1's is one more than "
+             "worker 0's",
+        "c": "worker 0's seed is the base seed itself, and worker 1's is only one more",
+        "d": "the main process draws one number per iterator, the base seed; each worker "
+             "derives its seed from it, with nothing drawn for it",
+    }, goals=(1,)))
 
 register(Choice(
     "ch07-why-numpy-state", answer="a", why={

@@ -188,7 +188,7 @@ register(Exercise(
         Rule("a dead worker: `RuntimeError` within a second or so, never a wait for ever",
              (4,)),
     ),
-    goals=(3,),
+    goals=(4,),
 ))
 
 
@@ -245,7 +245,7 @@ register(Exercise(
         Rule("the level in shared memory made in `__init__`: persistent workers see `set_level`",
              (2, 3)),
     ),
-    goals=(4,),
+    goals=(5,),
 ))
 
 
@@ -311,7 +311,7 @@ register(Exercise(
         Rule("no epoch",
              (6,)),
         Rule("persistent workers without workers: `ValueError`",
-             (8,)),
+             (8,), parity="torch's exception type"),
     ),
     goals=(2,),
 ))
@@ -387,7 +387,7 @@ register(Exercise(
         Rule("a new fetcher after a `Resume`: a stream starts again",
              (2,)),
     ),
-    goals=(5,),
+    goals=(6,),
 ))
 
 
@@ -441,7 +441,7 @@ register(Exercise(
         Rule("without persistent workers, the end of the epoch stops them",
              (4,)),
     ),
-    goals=(5,),
+    goals=(6,),
 ))
 
 
@@ -479,7 +479,7 @@ def _persistent_loader_cases() -> list[Case]:
     return [
         case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
              "persistent_workers=True: the first iter() makes the MultiProcessIterator and "
-             "keeps it (self._iterator); every later iter() calls its _reset(self) and returns "
+             "the loader keeps it; every later iter() calls its _reset(loader) and returns "
              "the same iterator"),
         case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
              "an epoch left with break: the next iter() still resets the same iterator",
@@ -498,7 +498,7 @@ register(Exercise(
     run=_use_persistent_loader,
     hint=("__init__ as in chapter 5; __iter__: without workers a SingleProcessIterator, without "
           "persistent workers a new MultiProcessIterator; with them, make one the first time "
-          "and keep it in self._iterator, then _reset(self) it at every later epoch"),
+          "and keep it on the loader, then call its _reset(loader) at every later epoch"),
     forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
                                  "torch.utils.data.dataloader.DataLoader"),
     time_limit=8.0,
@@ -510,7 +510,7 @@ register(Exercise(
         Rule("otherwise a new iterator per epoch; `num_workers=0` as in chapter 5",
              (3, 4)),
     ),
-    goals=(5,),
+    goals=(6,),
 ))
 
 
@@ -558,12 +558,32 @@ register(Prediction(
 ))
 
 register(Choice(
+    "ch08-copy-on-read", answer="b", why={
+        "a": "reading a Python object changes its reference count: that is a write, and each "
+             "written page is copied for the worker that wrote it",
+        "c": "each worker writes the reference counts in its own process, so each gets its "
+             "own copy of the pages it touched",
+        "d": "the batches are small, but the dataset's pages are copied too, as the workers "
+             "read its objects",
+    }, goals=(3,)))
+
+register(Choice(
+    "ch08-spawn-copies", answer="b", why={
+        "a": "without reference counts, forked workers share the array; a spawned worker "
+             "shares nothing: it receives the dataset pickled and rebuilds it",
+        "c": "torch moves a tensor's storage into shared memory when it is pickled for "
+             "another process; a numpy array is copied like anything else",
+        "d": "the copy arrives with the pickled dataset, when the worker starts, before it "
+             "reads a sample",
+    }, goals=(3,)))
+
+register(Choice(
     "ch08-why-wait-for-ack", answer="b", why={
         "a": "persistent workers are not restarted: the processes are still there",
         "c": "a persistent worker is not seeded again at the handshake: its generators go on",
         "d": "a worker's index queue holds tasks while the worker is busy: it could receive "
              "them at any time",
-    }, goals=(3,)))
+    }, goals=(4,)))
 
 
 class EpochReporter(Dataset):
@@ -601,5 +621,5 @@ register(Prediction(
                  "workers read their own copies, made before the first epoch",
               1: "no epoch's set_epoch reaches persistent workers: their copies were made "
                  "once, before the first epoch"},
-    goals=(4,),
+    goals=(5,),
 ))
