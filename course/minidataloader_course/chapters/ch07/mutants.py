@@ -60,17 +60,21 @@ MUTANTS = [
         "    torch.set_num_threads(1)\n"
         "    fetcher_class = IterableFetcher if isinstance(dataset, IterableDataset) else MapFetcher\n"
         "    fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)\n")],
-      "make the fetcher after setting _worker_info", breaks=5),
+      "make the fetcher after setting _worker_info", breaks=4),
     m("worker_loop, seeded", "calls init_fn first, before the seeds and the info",
       [("    if init_fn is not None:\n        init_fn(worker_id)  # after the seeds and the info: it may use both\n", ""),
        ("    seed = base_seed + worker_id  # every worker a seed of its own\n",
         "    if init_fn is not None:\n        init_fn(worker_id)\n"
         "    seed = base_seed + worker_id  # every worker a seed of its own\n")],
       "call init_fn(worker_id) after the seeds and the info", breaks=3),
-    m("worker_loop, seeded", "reads on after its stream ended",
+    m("worker_loop, streams", "reads on after its stream ended",
       [("        if ended:\n            continue  # nothing left to give: the main process knows, "
         "and skips these\n", "")],
-      "answer no more tasks", breaks=4),
+      "answer no more tasks", breaks=2),
+    m("worker_loop, streams", "lets the StopIteration travel home as an error",
+      [("        except StopIteration:\n            batch, ended = StreamEnded(worker_id), True\n",
+        "")],
+      "in place of the batch, once", breaks=1),
     m("worker_loop, seeded", "seeds the worker but never tells it who it is",
       [("    _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,\n"
         "                              dataset=dataset)\n", "")],
