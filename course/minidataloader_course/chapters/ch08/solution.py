@@ -56,7 +56,7 @@ class MultiProcessIterator(persistent_iterator.MultiProcessIterator):
     def _reset(self, loader, first_iter=False):
         """Start an epoch: the first one, or a later one with the same workers."""
         self.indices = iter(self.index_sampler)
-        self.sent = 0
+        self.sent = 0  # numbers start at 0 again
         self.next_number = 0
         self.worker_of = {}
         self.waiting = {}
