@@ -101,7 +101,7 @@ def test_pieces_still_the_stubs_wait_without_a_check(tmp_path, monkeypatch):
                 force=True)  # no longer the stub word for word: checked, and not attempted
     checked.clear()
     text = str(milestone(7, package))
-    assert "worker_loop, seeded" in checked
+    assert "worker_loop, streams" in checked
     assert "11 of 14 pass their checks" in text and text.count("not written yet") == 3
 
 
@@ -270,7 +270,7 @@ def timed_milestone(number: int, package, limit: float) -> str:
 
 
 def test_a_worker_loop_that_never_stops_is_named(tmp_path):
-    package = broken_in(tmp_path, 7, "worker_loop, seeded",
+    package = broken_in(tmp_path, 7, "worker_loop, streams",
                         "        if task is None:\n            return\n",
                         "        if task is None:\n            continue\n")
     text = timed_milestone(7, package, 90 + SLACK)

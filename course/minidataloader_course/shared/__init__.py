@@ -27,10 +27,10 @@ Tools:
 
 Chapters' experiments:
 
-- :mod:`~minidataloader_course.chapters.ch02.memory`: copy-on-read, per worker;
 - :mod:`~minidataloader_course.chapters.ch06.workers`: ``Squares``, the start-method lesson's dataset;
 - :mod:`~minidataloader_course.chapters.ch07.randomness`: augmentations and the generators they draw from;
 - :mod:`~minidataloader_course.chapters.ch08.epochs`: what persistent workers keep between epochs;
+- :mod:`~minidataloader_course.chapters.ch08.memory`: copy-on-read, per worker;
 - :mod:`~minidataloader_course.chapters.ch08.pool`: a toy worker pool with threads;
 - :mod:`~minidataloader_course.chapters.ch09.prefetcher`: copying the next batch to the GPU on a side
   stream (a pass-through elsewhere);

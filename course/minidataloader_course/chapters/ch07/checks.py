@@ -27,6 +27,7 @@ import torch.utils.data._utils.worker as torch_worker
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from minidataloader_course.chapters.ch07 import solution as solutions
+from minidataloader_course.chapters.ch07 import worker_seeded
 from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
     WORKER_INFO,
@@ -79,7 +80,7 @@ register(Exercise(
     expected_from="torch: `_generate_state`",
     rules=(
         Rule("`SeedSequence([worker_id, low word, high word, 0]).generate_state(4)` as a list",
-             (1, 3, 6, 8)),
+             (1, 3, 6, 8), parity="torch's four words, in its order"),
         Rule("base seeds over 32 bits",
              (2, 4, 5, 7)),
     ),
@@ -353,45 +354,60 @@ class EveryOther(IterableDataset):
         return iter(range(info.id, self.n, info.num_workers))
 
 
-def _grown_worker_cases() -> list[Case]:
-    def case(dataset, tasks, hint, base_seed=123, worker_id=1, num_workers=3, init_fn=False,
-             in_a_process=True):
-        where = "in a real worker process (fork), " if in_a_process else ""
-        init = ", worker_init_fn notes what it sees" if init_fn else ""
-        kind, n = dataset
-        shown = {"sees": f"{n} samples that report what code in the worker sees",
-                 "revives": repr(Revives(n)),
-                 "every other": f"a stream of 0..{n - 1} giving worker w of W items[w::W]"}[kind]
-        return Case({"dataset": dataset, "tasks": tuple(tasks), "base_seed": base_seed,
-                     "worker_id": worker_id, "num_workers": num_workers, "init_fn": init_fn,
-                     "in_a_process": in_a_process},
-                    description=f"{where}worker {worker_id} of {num_workers}, base_seed="
-                                f"{base_seed}{init}; dataset: {shown}; index queue: "
-                                f"{tasks_text(tasks)}", hint=hint)
+def _worker_case(dataset, tasks, hint, base_seed=123, worker_id=1, num_workers=3,
+                 init_fn=False, in_a_process=True) -> Case:
+    where = "in a real worker process (fork), " if in_a_process else ""
+    init = ", worker_init_fn notes what it sees" if init_fn else ""
+    kind, n = dataset
+    shown = {"sees": f"{n} samples that report what code in the worker sees",
+             "revives": repr(Revives(n)),
+             "every other": f"a stream of 0..{n - 1} giving worker w of W items[w::W]"}[kind]
+    return Case({"dataset": dataset, "tasks": tuple(tasks), "base_seed": base_seed,
+                 "worker_id": worker_id, "num_workers": num_workers, "init_fn": init_fn,
+                 "in_a_process": in_a_process},
+                description=f"{where}worker {worker_id} of {num_workers}, base_seed="
+                            f"{base_seed}{init}; dataset: {shown}; index queue: "
+                            f"{tasks_text(tasks)}", hint=hint)
 
+
+def _seeded_worker_cases() -> list[Case]:
     return [
-        case(("sees", 2), [(0, (0, 1)), None],
-             "seed torch and random with base_seed + worker_id, numpy with generate_state("
-             "base_seed, worker_id), and set the module's _worker_info = WorkerInfo(id, "
-             "num_workers, seed, dataset) before the first task", in_a_process=False),
-        case(("sees", 3), [(0, (0,)), (1, (1, 2)), None],
-             "a base seed of more than 32 bits: numpy's seed comes from generate_state, "
-             "torch's and random's are base_seed + worker_id", base_seed=2**40 + 5,
-             worker_id=2),
-        case(("sees", 2), [(0, (0, 1)), None],
-             "call init_fn(worker_id) after the seeds and the info, before the first task "
-             "(it may draw random numbers, and read get_worker_info())", worker_id=0,
-             num_workers=2, init_fn=True),
-        case(("revives", 4), [(0, (None, None)), (1, (None, None)), (2, (None, None)),
-                              (3, (None, None)), None],
-             "an IterableDataset: the fetcher raises StopIteration when this worker's copy "
-             "has run out; send (batch_number, StreamEnded(worker_id)) once, then answer no "
-             "more tasks (this stream would start over)", worker_id=0, num_workers=1),
-        case(("every other", 7), [(0, (None, None)), (1, (None, None)), (2, (None, None)),
-                                  None],
-             "make the fetcher after setting _worker_info: for a stream it calls iter(dataset), "
-             "which asks get_worker_info() for this worker's share", worker_id=1,
-             num_workers=2),
+        _worker_case(("sees", 2), [(0, (0, 1)), None],
+                     "seed torch and random with base_seed + worker_id, numpy with "
+                     "generate_state(base_seed, worker_id), and set the module's _worker_info "
+                     "= WorkerInfo(id, num_workers, seed, dataset) before the first task",
+                     in_a_process=False),
+        _worker_case(("sees", 3), [(0, (0,)), (1, (1, 2)), None],
+                     "a base seed of more than 32 bits: numpy's seed comes from "
+                     "generate_state, torch's and random's are base_seed + worker_id",
+                     base_seed=2**40 + 5, worker_id=2),
+        _worker_case(("sees", 2), [(0, (0, 1)), None],
+                     "call init_fn(worker_id) after the seeds and the info, before the first "
+                     "task (it may draw random numbers, and read get_worker_info())",
+                     worker_id=0, num_workers=2, init_fn=True),
+        _worker_case(("every other", 7), [(0, (None, None)), (1, (None, None)), None],
+                     "make the fetcher after setting _worker_info: for a stream it calls "
+                     "iter(dataset), which asks get_worker_info() for this worker's share",
+                     worker_id=1, num_workers=2),
+    ]
+
+
+def _stream_end_cases() -> list[Case]:
+    return [
+        _worker_case(("sees", 4), [(0, (0, 1)), (1, (2, 3)), None],
+                     "a map-style dataset: no stream, no StreamEnded; every task is answered, "
+                     "as in the step before", worker_id=0, num_workers=2, in_a_process=False),
+        _worker_case(("revives", 4), [(0, (None, None)), (1, (None, None)), (2, (None, None)),
+                                      (3, (None, None)), None],
+                     "an IterableDataset: the fetcher raises StopIteration when this worker's "
+                     "copy has run out; send (batch_number, StreamEnded(worker_id)) in place of "
+                     "the batch, once, then answer no more tasks (this stream would start over)",
+                     worker_id=0, num_workers=1),
+        _worker_case(("every other", 7), [(0, (None, None)), (1, (None, None)),
+                                          (2, (None, None)), (3, (None, None)), None],
+                     "worker 1 of 2 has 3 of the 7 numbers: two batches, then its "
+                     "StreamEnded(1) for task 2, and no answer to task 3",
+                     worker_id=1, num_workers=2),
     ]
 
 
@@ -413,29 +429,52 @@ def _use_grown_worker(implementation, case: Case) -> dict:
     return seen
 
 
+# The worker loop grows in two steps (NOTE [ A piece grown in steps ]): who it is, then the
+# end of its stream. Registered in that order, the chapter's.
 register(Exercise(
-    reference=solutions.worker_loop,
+    reference=worker_seeded.worker_loop,
     name="worker_loop, seeded",
-    cases=_grown_worker_cases,
+    cases=_seeded_worker_cases,
     run=_use_grown_worker,
-    hint=("before the loop: the three seeds, _worker_info, init_fn, then the fetcher; in the "
-          "loop, a StopIteration from the fetcher becomes (batch_number, StreamEnded(worker_id))"),
+    hint=("before the loop: the three seeds, _worker_info, init_fn, then the fetcher"),
     forbidden=WORKER_PIECES + GENERATE_STATE,
     allowed=WORKER_INFO,
     time_limit=5.0,
     piece="worker.worker_loop",
     expected_from="reference; milestone 7 compares with torch",
     rules=(
-        Rule("torch and `random` seeded with `base_seed + worker_id`, numpy with `generate_state`; `_worker_info` set (id, num_workers, seed, this dataset)",
+        Rule("torch and `random` seeded with `base_seed + worker_id`, numpy with `generate_state`",
+             (1, 2), parity="torch's seed arithmetic"),
+        Rule("`get_worker_info()` knows the worker: `WorkerInfo(id, num_workers, seed, this dataset)`",
              (1, 2)),
         Rule("`init_fn(worker_id)` after the seeds and the info",
              (3,)),
-        Rule("a stream's end: `StreamEnded(worker_id)` once, then no more answers",
-             (4,)),
         Rule("the fetcher made after `_worker_info` (a stream asks for its share)",
-             (5,)),
+             (4,)),
     ),
     goals=(1, 6),
+))
+
+register(Exercise(
+    reference=solutions.worker_loop,
+    name="worker_loop, streams",
+    cases=_stream_end_cases,
+    run=_use_grown_worker,
+    hint=("a StopIteration from the fetcher means this worker's copy of the stream has run "
+          "out: send (batch_number, StreamEnded(worker_id)) once, then answer no more tasks "
+          "until the None"),
+    forbidden=WORKER_PIECES + GENERATE_STATE,
+    allowed=WORKER_INFO,
+    time_limit=5.0,
+    piece="worker.worker_loop",
+    expected_from="reference; milestone 7 compares with torch",
+    rules=(
+        Rule("a stream's end: `StreamEnded(worker_id)` in place of the batch, once, and only then",
+             (1, 2, 3)),
+        Rule("after it, no answer to any task (a stream may start over)",
+             (2, 3)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -472,9 +511,9 @@ register(Exercise(
     oracle=TorchIterator,
     cases=_stream_iterator_cases,
     run=use_iterator,
-    hint=("keep a list active[worker_id]; on (number, StreamEnded(w)): active[w] = False, "
-          "None to w, dispatch once more, read on; skip batch numbers owed by an inactive "
-          "worker; dispatch only to active workers"),
+    hint=("a StreamEnded from worker w is never handed out: w gets None and no more tasks, "
+          "one more task goes to a worker whose stream has not ended, and the batch numbers "
+          "w still owed are skipped"),
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
@@ -493,6 +532,15 @@ register(Exercise(
 
 # ---------------------------------------------------------------------------------------
 # Check yourself
+
+register(Choice(
+    "ch07-seed-rule", answer="a", why={
+        "b": "the seed column differs from worker to worker: worker 1's is one more than "
+             "worker 0's",
+        "c": "worker 0's seed is the base seed itself, and worker 1's is only one more",
+        "d": "the main process draws one number per iterator, the base seed; each worker "
+             "derives its seed from it, with nothing drawn for it",
+    }, goals=(1,)))
 
 register(Choice(
     "ch07-why-numpy-state", answer="a", why={

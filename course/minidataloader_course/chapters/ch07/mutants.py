@@ -66,11 +66,19 @@ MUTANTS = [
        ("    seed = base_seed + worker_id  # every worker a seed of its own\n",
         "    if init_fn is not None:\n        init_fn(worker_id)\n"
         "    seed = base_seed + worker_id  # every worker a seed of its own\n")],
-      "call init_fn(worker_id) after the seeds and the info", breaks=2),
-    m("worker_loop, seeded", "reads on after its stream ended",
+      "call init_fn(worker_id) after the seeds and the info", breaks=3),
+    m("worker_loop, streams", "reads on after its stream ended",
       [("        if ended:\n            continue  # nothing left to give: the main process knows, "
         "and skips these\n", "")],
-      "answer no more tasks", breaks=3),
+      "answer no more tasks", breaks=2),
+    m("worker_loop, streams", "lets the StopIteration travel home as an error",
+      [("        except StopIteration:\n            batch, ended = StreamEnded(worker_id), True\n",
+        "")],
+      "in place of the batch, once", breaks=1),
+    m("worker_loop, seeded", "seeds the worker but never tells it who it is",
+      [("    _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,\n"
+        "                              dataset=dataset)\n", "")],
+      "set the module's _worker_info", breaks=2),
     m("MultiProcessIterator, streams", "ends the epoch at the first stream that ends",
       [("            if isinstance(data, StreamEnded):  # that worker's copy of the stream ran out\n",
         "            if isinstance(data, StreamEnded):\n                self._shutdown()\n"

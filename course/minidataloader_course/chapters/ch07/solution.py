@@ -1,9 +1,10 @@
 """Chapter 7 (randomness and identity in workers): model solutions.
 
 ``generate_state``, ``worker_loop`` and ``MultiProcessIterator`` are pieces of the learner's
-loader. The worker loop grows chapter 6's: it installs the seeds, tells code in the worker
-who it is, and says when its copy of a stream has run out; the iterator retires such a
-worker. The classes the messages are made of come with the learner's ``worker.py``.
+loader. The worker loop grows chapter 6's in two steps (NOTE [ A piece grown in steps ]):
+it installs the seeds and tells code in the worker who it is (``worker_seeded.worker_loop``),
+then says when its copy of a stream has run out (``worker_loop`` here); the iterator retires
+such a worker. The classes the messages are made of come with the learner's ``worker.py``.
 """
 
 import itertools

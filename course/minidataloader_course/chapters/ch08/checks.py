@@ -7,6 +7,7 @@ import queue
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
+from minidataloader_course.chapters.ch08 import persistent_iterator
 from minidataloader_course.chapters.ch08 import solution as solutions
 from minidataloader_course.chapters.ch08.pool import ToyPool, interrupted_epoch
 from minidataloader_course.chapters.multiprocess_cases import (
@@ -66,6 +67,201 @@ register(Exercise(
              (7,)),
     ),
     goals=(1,),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# Worker seeds, epoch after epoch
+
+
+def _seed_hint(workers: int, epochs: int, persistent: bool) -> str:
+    if persistent and workers == 0:
+        return ("persistent workers need workers: the DataLoader refuses persistent_workers=True "
+                "with num_workers=0 (ValueError), and so does your function")
+    if epochs == 0:
+        return "no epoch: an empty list"
+    if workers == 0:
+        return "no workers: one empty list per epoch"
+    if persistent:
+        return ("persistent workers: the loader keeps one iterator, which drew its base seed "
+                "once, in the first epoch: every epoch has the same seeds")
+    return ("every epoch makes a new iterator, which draws a new base seed from the "
+            "generator: worker w's seed is that base seed + w")
+
+
+class WorkerSeeds(Dataset):
+    """Sample w is the seed of the worker that reads it (with batch_size=1, worker w reads
+    sample w): a real loader tells the seeds of its workers."""
+
+    def __init__(self, num_workers: int):
+        self.num_workers = num_workers
+
+    def __len__(self):
+        return self.num_workers
+
+    def __getitem__(self, index):
+        return get_worker_info().seed
+
+
+def _torch_seeds_by_epoch(generator_seed, num_workers, epochs, persistent):
+    """torch's answer: the seeds its workers get, read from real workers, epoch by epoch."""
+    with more_workers_than_cpus_is_fine():
+        loader = DataLoader(WorkerSeeds(num_workers), batch_size=1, collate_fn=lambda b: b[0],
+                            **workers_for_a_check(num_workers), persistent_workers=persistent,
+                            generator=torch.Generator().manual_seed(generator_seed))
+        return [list(loader) for _ in range(epochs)]
+
+
+register(Exercise(
+    reference=solutions.worker_seeds_by_epoch,
+    oracle=_torch_seeds_by_epoch,
+    cases=lambda: [Case({"generator_seed": s, "num_workers": w, "epochs": e,
+                         "persistent": p}, hint=_seed_hint(w, e, p))
+                   for s, w, e, p in [(0, 2, 3, False), (0, 2, 3, True), (1, 3, 2, False),
+                                      (5, 1, 1, True), (7, 0, 2, False), (3, 2, 0, True),
+                                      (11, 4, 2, True), (2, 0, 2, True)]],
+    hint=("one generator seeded with generator_seed for the whole run; each base seed is "
+          "one int64 draw from it (chapter 5's draw), made for each new iterator: how many "
+          "iterators does a run make, with and without persistent workers?"),
+    expected_from="torch: seeds read in real workers",
+    rules=(
+        Rule("a new base seed per epoch without persistence",
+             (1, 3, 5)),
+        Rule("one base seed with persistent workers",
+             (2, 4, 7)),
+        Rule("no epoch",
+             (6,)),
+        Rule("persistent workers without workers: `ValueError`",
+             (8,), parity="torch's exception type"),
+    ),
+    goals=(2,),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The iterator, grown in two steps (NOTE [ A piece grown in steps ]): an iterator that serves
+# every epoch of its workers, then the handshake before a later epoch
+
+
+def _persistent_cases() -> list[Case]:
+    persistent = {"num_workers": 2, "persistent_workers": True}
+    return [
+        iterator_case(("numbers", 8), {"batch_size": 3, "shuffle": True, "generator": 3,
+                                       **persistent},
+                      "the base seed is drawn once, in __init__ (persistent workers keep their "
+                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
+                                        **persistent},
+                      "_reset(loader): a new pass over the batch sampler, batch numbers from 0 "
+                      "again, nothing in flight, then the prefetch window; the same worker "
+                      "processes every epoch", epochs=(None, None, None)),
+        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
+                      "without persistent workers, the end of the epoch still stops them"),
+    ]
+
+
+def _handshake_cases() -> list[Case]:
+    persistent = {"num_workers": 2, "persistent_workers": True}
+    return [
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
+                                        **persistent},
+                      "the second epoch is left after one batch: before the third sends a "
+                      "task, _reset calls resume_workers, and what epoch 2 left in flight "
+                      "never reaches epoch 3", epochs=(None, 1, None)),
+        iterator_case(("stream", 7, (1, 1)), {"batch_size": 2, **persistent},
+                      "streams start again every epoch: resume_workers gives a worker whose "
+                      "stream ended a new fetcher, so it is active again after _reset (do not "
+                      "send it None: it stays for the next epoch)",
+                      watch=(), epochs=(None, None)),
+    ]
+
+
+register(Exercise(
+    reference=persistent_iterator.MultiProcessIterator,
+    name="MultiProcessIterator, persistent",
+    oracle=TorchIterator,
+    cases=_persistent_cases,
+    run=use_iterator,
+    hint=("make what lives as long as the workers once, in __init__, and what starts an epoch "
+          "in _reset(loader, first_iter=False), which __init__ calls with first_iter=True; with "
+          "persistent workers, the end of an epoch stops no worker"),
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator",
+    rules=(
+        Rule("the base seed drawn once; each `_reset` a new pass of the sampler, batch numbers from 0; the same processes",
+             (1, 2)),
+        Rule("without persistent workers, the end of the epoch stops them",
+             (3,)),
+    ),
+    goals=(6,),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The DataLoader, grown: one iterator for all epochs when the workers persist
+
+
+def _use_persistent_loader(implementation, case: Case) -> dict:
+    size, arguments, stops = (case.inputs[k] for k in ("size", "arguments", "epochs"))
+    dataset = Numbers(size)
+    running_before = set(children())  # an earlier case's workers may live on
+    torch.manual_seed(0)
+    with more_workers_than_cpus_is_fine():
+        loader = implementation(dataset, **loader_arguments(arguments))
+        readers, iterators, seen = Readers(), [], {}
+        for epoch, stop_after in enumerate(stops):
+            iterators.append(iter(loader))
+            seen[f"epoch {epoch + 1}"] = one_epoch(iterators[-1], readers, 3 * size + 3,
+                                                   stop_after)
+    seen["iter(loader) gave the same iterator every epoch"] = all(
+        it is iterators[0] for it in iterators)
+    seen["worker processes still running"] = len(set(children()) - running_before)
+    return seen
+
+
+def _persistent_loader_cases() -> list[Case]:
+    def case(size, arguments, hint, epochs=(None, None, None)):
+        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return Case({"size": size, "arguments": tuple(arguments.items()), "epochs": epochs},
+                    description=f"DataLoader(a dataset of {size} samples (i, pid), {shown}); "
+                                f"{len(epochs)} epochs" + (", the second left after one batch"
+                                                            if epochs[1] is not None else ""),
+                    hint=hint)
+
+    return [
+        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
+             "persistent_workers=True: the first iter() makes the MultiProcessIterator and "
+             "the loader keeps it; every later iter() calls its _reset(loader) and returns "
+             "the same iterator"),
+        case(6, {"batch_size": 2, "num_workers": 2},
+             "without persistent workers, every iter() makes a new iterator, with new workers"),
+        case(6, {"batch_size": 2}, "num_workers=0: the SingleProcessIterator, as in chapter 5"),
+    ]
+
+
+register(Exercise(
+    reference=solutions.DataLoader,
+    name="DataLoader, persistent",
+    oracle=DataLoader,
+    cases=_persistent_loader_cases,
+    run=_use_persistent_loader,
+    hint=("__init__ as in chapter 5; __iter__: without workers a SingleProcessIterator, without "
+          "persistent workers a new MultiProcessIterator; with them, make one the first time "
+          "and keep it on the loader, then call its _reset(loader) at every later epoch"),
+    forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
+                                 "torch.utils.data.dataloader.DataLoader"),
+    time_limit=8.0,
+    piece="dataloader.DataLoader",
+    expected_from="torch: `DataLoader`",
+    rules=(
+        Rule("`persistent_workers=True`: one iterator kept, `_reset` at every later `iter()`, the same processes",
+             (1,)),
+        Rule("otherwise a new iterator per epoch; `num_workers=0` as in chapter 5",
+             (2, 3)),
+    ),
+    goals=(6,),
 ))
 
 
@@ -188,132 +384,7 @@ register(Exercise(
         Rule("a dead worker: `RuntimeError` within a second or so, never a wait for ever",
              (4,)),
     ),
-    goals=(3,),
-))
-
-
-# ---------------------------------------------------------------------------------------
-# State that reaches persistent workers
-
-
-def _use_curriculum(implementation, case: Case) -> dict:
-    n, workers, persistent, levels = (case.inputs[k] for k in
-                                      ("n", "num_workers", "persistent", "levels"))
-    dataset = implementation(n)
-    with more_workers_than_cpus_is_fine():
-        arguments = workers_for_a_check(workers)
-        loader = DataLoader(dataset, batch_size=2, collate_fn=list, **arguments,
-                            persistent_workers=persistent and arguments["num_workers"] > 0)
-        seen = {}
-        for level in levels:
-            dataset.set_level(level)
-            batches = take(loader, n + 1)
-            seen[f"after set_level({level})"] = [sample for batch in batches for sample in batch]
-    return seen
-
-
-def _curriculum_cases() -> list[Case]:
-    def case(workers, persistent, levels, hint):
-        return Case({"n": 4, "num_workers": workers, "persistent": persistent,
-                     "levels": levels},
-                    description=f"CurriculumDataset(4), DataLoader(batch_size=2, num_workers="
-                                f"{workers}, persistent_workers={persistent}), set_level "
-                                f"before each epoch: {', '.join(map(str, levels))}",
-                    hint=hint)
-
-    return [
-        case(0, False, (0.25, 0.75), "without workers the main process fetches: sample i is "
-             "(i, level) with level a Python float"),
-        case(2, True, (0.0, 0.5, 1.0), "persistent workers hold copies made before the first "
-             "epoch: the level must live in memory they share with the main process, made "
-             "in __init__ (multiprocessing.Value('d'), or a tensor after .share_memory_())"),
-        case(1, False, (0.5, 1.0), "new workers each epoch copy the dataset again: this works "
-             "with shared memory too"),
-    ]
-
-
-register(Exercise(
-    reference=solutions.CurriculumDataset,
-    cases=_curriculum_cases,
-    run=_use_curriculum,
-    hint=("keep the level in shared memory made in __init__; set_level writes it, and "
-          "__getitem__ returns (i, level) with level as a float"),
-    time_limit=5.0,
-    rules=(
-        Rule("`(i, level)` with `level` a float",
-             (1,)),
-        Rule("the level in shared memory made in `__init__`: persistent workers see `set_level`",
-             (2, 3)),
-    ),
     goals=(4,),
-))
-
-
-# ---------------------------------------------------------------------------------------
-# Worker seeds, epoch after epoch
-
-
-def _seed_hint(workers: int, epochs: int, persistent: bool) -> str:
-    if persistent and workers == 0:
-        return ("persistent workers need workers: the DataLoader refuses persistent_workers=True "
-                "with num_workers=0 (ValueError), and so does your function")
-    if epochs == 0:
-        return "no epoch: an empty list"
-    if workers == 0:
-        return "no workers: one empty list per epoch"
-    if persistent:
-        return ("persistent workers: the loader keeps one iterator, which drew its base seed "
-                "once, in the first epoch: every epoch has the same seeds")
-    return ("every epoch makes a new iterator, which draws a new base seed from the "
-            "generator: worker w's seed is that base seed + w")
-
-
-class WorkerSeeds(Dataset):
-    """Sample w is the seed of the worker that reads it (with batch_size=1, worker w reads
-    sample w): a real loader tells the seeds of its workers."""
-
-    def __init__(self, num_workers: int):
-        self.num_workers = num_workers
-
-    def __len__(self):
-        return self.num_workers
-
-    def __getitem__(self, index):
-        return get_worker_info().seed
-
-
-def _torch_seeds_by_epoch(generator_seed, num_workers, epochs, persistent):
-    """torch's answer: the seeds its workers get, read from real workers, epoch by epoch."""
-    with more_workers_than_cpus_is_fine():
-        loader = DataLoader(WorkerSeeds(num_workers), batch_size=1, collate_fn=lambda b: b[0],
-                            **workers_for_a_check(num_workers), persistent_workers=persistent,
-                            generator=torch.Generator().manual_seed(generator_seed))
-        return [list(loader) for _ in range(epochs)]
-
-
-register(Exercise(
-    reference=solutions.worker_seeds_by_epoch,
-    oracle=_torch_seeds_by_epoch,
-    cases=lambda: [Case({"generator_seed": s, "num_workers": w, "epochs": e,
-                         "persistent": p}, hint=_seed_hint(w, e, p))
-                   for s, w, e, p in [(0, 2, 3, False), (0, 2, 3, True), (1, 3, 2, False),
-                                      (5, 1, 1, True), (7, 0, 2, False), (3, 2, 0, True),
-                                      (11, 4, 2, True), (2, 0, 2, True)]],
-    hint=("one generator seeded with generator_seed for the whole run; each base seed is "
-          "one int64 draw from it (chapter 5's draw), made for each new iterator: how many "
-          "iterators does a run make, with and without persistent workers?"),
-    expected_from="torch: seeds read in real workers",
-    rules=(
-        Rule("a new base seed per epoch without persistence",
-             (1, 3, 5)),
-        Rule("one base seed with persistent workers",
-             (2, 4, 7)),
-        Rule("no epoch",
-             (6,)),
-        Rule("persistent workers without workers: `ValueError`",
-             (8,)),
-    ),
-    goals=(2,),
 ))
 
 
@@ -387,128 +458,88 @@ register(Exercise(
         Rule("a new fetcher after a `Resume`: a stream starts again",
              (2,)),
     ),
-    goals=(5,),
+    goals=(6,),
 ))
 
 
 # ---------------------------------------------------------------------------------------
-# The iterator, grown: _reset starts a new epoch with the same workers
-
-
-def _reset_cases() -> list[Case]:
-    persistent = {"num_workers": 2, "persistent_workers": True}
-    return [
-        iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2, "shuffle": True,
-                                       "generator": 3, "persistent_workers": True},
-                      "the base seed is drawn once, in __init__ (persistent workers keep their "
-                      "seeds); each _reset draws the sampler's new order", epochs=(None, None)),
-        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, "generator": 2,
-                                        **persistent},
-                      "_reset(loader): a new pass over the batch sampler, batch numbers from 0 "
-                      "again, then resume_workers (what epoch 2 left in flight is dropped), "
-                      "then the prefetch window; the same worker processes every epoch",
-                      epochs=(None, 1, None)),
-        iterator_case(("stream", 7, (1, 1)), {"batch_size": 2, **persistent},
-                      "streams start again every epoch: resume_workers gives a worker whose "
-                      "stream ended a new fetcher, so it is active again after _reset (do not "
-                      "send it None: it stays for the next epoch)",
-                      watch=(), epochs=(None, None)),
-        iterator_case(("numbers", 6), {"batch_size": 2, "num_workers": 2},
-                      "without persistent workers, the end of the epoch still stops them"),
-    ]
+# The iterator's second step: the handshake before a later epoch
 
 
 register(Exercise(
     reference=solutions.MultiProcessIterator,
-    name="MultiProcessIterator, persistent",
+    name="MultiProcessIterator, the handshake",
     oracle=TorchIterator,
-    cases=_reset_cases,
+    cases=_handshake_cases,
     run=use_iterator,
-    hint=("move what starts an epoch (the sampler's iterator, the counters, the buffer, the "
-          "prefetch) into _reset(loader, first_iter=False), which __init__ calls with "
-          "first_iter=True; later calls run resume_workers first"),
+    hint=("before a later epoch sends any task, _reset calls resume_workers with the index "
+          "queues, the result queue and the workers"),
     forbidden=ITERATOR_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
     expected_from="torch: its iterator",
     rules=(
-        Rule("the base seed drawn once; each `_reset` a new pass of the sampler",
+        Rule("after an epoch left early, the handshake first: nothing it left in flight reaches the next",
              (1,)),
-        Rule("`_reset`: batch numbers from 0, the handshake (what a left epoch had in flight is dropped), the prefetch window; the same processes",
+        Rule("a stream starts again every epoch; its worker is active again (no `None` for it)",
              (2,)),
-        Rule("a stream starts again; its worker is active again (no `None` for it)",
-             (3,)),
-        Rule("without persistent workers, the end of the epoch stops them",
-             (4,)),
     ),
-    goals=(5,),
+    goals=(4, 6),
 ))
 
 
 # ---------------------------------------------------------------------------------------
-# The DataLoader, grown: one iterator for all epochs when the workers persist
+# State that reaches persistent workers
 
 
-def _use_persistent_loader(implementation, case: Case) -> dict:
-    size, arguments, stops = (case.inputs[k] for k in ("size", "arguments", "epochs"))
-    dataset = Numbers(size)
-    running_before = set(children())  # an earlier case's workers may live on
-    torch.manual_seed(0)
+def _use_curriculum(implementation, case: Case) -> dict:
+    n, workers, persistent, levels = (case.inputs[k] for k in
+                                      ("n", "num_workers", "persistent", "levels"))
+    dataset = implementation(n)
     with more_workers_than_cpus_is_fine():
-        loader = implementation(dataset, **loader_arguments(arguments))
-        readers, iterators, seen = Readers(), [], {}
-        for epoch, stop_after in enumerate(stops):
-            iterators.append(iter(loader))
-            seen[f"epoch {epoch + 1}"] = one_epoch(iterators[-1], readers, 3 * size + 3,
-                                                   stop_after)
-    seen["iter(loader) gave the same iterator every epoch"] = all(
-        it is iterators[0] for it in iterators)
-    seen["worker processes still running"] = len(set(children()) - running_before)
+        arguments = workers_for_a_check(workers)
+        loader = DataLoader(dataset, batch_size=2, collate_fn=list, **arguments,
+                            persistent_workers=persistent and arguments["num_workers"] > 0)
+        seen = {}
+        for level in levels:
+            dataset.set_level(level)
+            batches = take(loader, n + 1)
+            seen[f"after set_level({level})"] = [sample for batch in batches for sample in batch]
     return seen
 
 
-def _persistent_loader_cases() -> list[Case]:
-    def case(size, arguments, hint, epochs=(None, None, None)):
-        shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-        return Case({"size": size, "arguments": tuple(arguments.items()), "epochs": epochs},
-                    description=f"DataLoader(a dataset of {size} samples (i, pid), {shown}); "
-                                f"{len(epochs)} epochs" + (", the second left after one batch"
-                                                            if epochs[1] is not None else ""),
+def _curriculum_cases() -> list[Case]:
+    def case(workers, persistent, levels, hint):
+        return Case({"n": 4, "num_workers": workers, "persistent": persistent,
+                     "levels": levels},
+                    description=f"CurriculumDataset(4), DataLoader(batch_size=2, num_workers="
+                                f"{workers}, persistent_workers={persistent}), set_level "
+                                f"before each epoch: {', '.join(map(str, levels))}",
                     hint=hint)
 
     return [
-        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
-             "persistent_workers=True: the first iter() makes the MultiProcessIterator and "
-             "keeps it (self._iterator); every later iter() calls its _reset(self) and returns "
-             "the same iterator"),
-        case(8, {"batch_size": 3, "num_workers": 2, "persistent_workers": True},
-             "an epoch left with break: the next iter() still resets the same iterator",
-             epochs=(None, 1, None)),
-        case(6, {"batch_size": 2, "num_workers": 2},
-             "without persistent workers, every iter() makes a new iterator, with new workers"),
-        case(6, {"batch_size": 2}, "num_workers=0: the SingleProcessIterator, as in chapter 5"),
+        case(0, False, (0.25, 0.75), "without workers the main process fetches: sample i is "
+             "(i, level) with level a Python float"),
+        case(2, True, (0.0, 0.5, 1.0), "persistent workers hold copies made before the first "
+             "epoch: the level must live in memory they share with the main process, made "
+             "in __init__ (multiprocessing.Value('d'), or a tensor after .share_memory_())"),
+        case(1, False, (0.5, 1.0), "new workers each epoch copy the dataset again: this works "
+             "with shared memory too"),
     ]
 
 
 register(Exercise(
-    reference=solutions.DataLoader,
-    name="DataLoader, persistent",
-    oracle=DataLoader,
-    cases=_persistent_loader_cases,
-    run=_use_persistent_loader,
-    hint=("__init__ as in chapter 5; __iter__: without workers a SingleProcessIterator, without "
-          "persistent workers a new MultiProcessIterator; with them, make one the first time "
-          "and keep it in self._iterator, then _reset(self) it at every later epoch"),
-    forbidden=ITERATOR_PIECES + ("minidataloader.dataloader.DataLoader",
-                                 "torch.utils.data.dataloader.DataLoader"),
-    time_limit=8.0,
-    piece="dataloader.DataLoader",
-    expected_from="torch: `DataLoader`",
+    reference=solutions.CurriculumDataset,
+    cases=_curriculum_cases,
+    run=_use_curriculum,
+    hint=("keep the level in shared memory made in __init__; set_level writes it, and "
+          "__getitem__ returns (i, level) with level as a float"),
+    time_limit=5.0,
     rules=(
-        Rule("`persistent_workers=True`: one iterator kept, `_reset` at every later `iter()`, the same processes",
-             (1, 2)),
-        Rule("otherwise a new iterator per epoch; `num_workers=0` as in chapter 5",
-             (3, 4)),
+        Rule("`(i, level)` with `level` a float",
+             (1,)),
+        Rule("the level in shared memory made in `__init__`: persistent workers see `set_level`",
+             (2, 3)),
     ),
     goals=(5,),
 ))
@@ -558,12 +589,32 @@ register(Prediction(
 ))
 
 register(Choice(
+    "ch08-copy-on-read", answer="b", why={
+        "a": "reading a Python object changes its reference count: that is a write, and each "
+             "written page is copied for the worker that wrote it",
+        "c": "each worker writes the reference counts in its own process, so each gets its "
+             "own copy of the pages it touched",
+        "d": "the batches are small, but the dataset's pages are copied too, as the workers "
+             "read its objects",
+    }, goals=(3,)))
+
+register(Choice(
+    "ch08-spawn-copies", answer="b", why={
+        "a": "without reference counts, forked workers share the array; a spawned worker "
+             "shares nothing: it receives the dataset pickled and rebuilds it",
+        "c": "torch moves a tensor's storage into shared memory when it is pickled for "
+             "another process; a numpy array is copied like anything else",
+        "d": "the copy arrives with the pickled dataset, when the worker starts, before it "
+             "reads a sample",
+    }, goals=(3,)))
+
+register(Choice(
     "ch08-why-wait-for-ack", answer="b", why={
         "a": "persistent workers are not restarted: the processes are still there",
         "c": "a persistent worker is not seeded again at the handshake: its generators go on",
         "d": "a worker's index queue holds tasks while the worker is busy: it could receive "
              "them at any time",
-    }, goals=(3,)))
+    }, goals=(4,)))
 
 
 class EpochReporter(Dataset):
@@ -601,5 +652,5 @@ register(Prediction(
                  "workers read their own copies, made before the first epoch",
               1: "no epoch's set_epoch reaches persistent workers: their copies were made "
                  "once, before the first epoch"},
-    goals=(4,),
+    goals=(5,),
 ))

@@ -62,25 +62,32 @@ MUTANTS = [
         "            ended = False  # a stream starts again\n",
         "            ended = False\n")],
       "make a new fetcher", breaks=2),
-    m("MultiProcessIterator, persistent", "starts the next epoch without the handshake",
-      [("            resume_workers(self.index_queues, self.result_queue, self.workers)\n",
-        "            pass\n")],
-      "resume_workers", breaks=2),
     m("MultiProcessIterator, persistent", "draws a new base seed every epoch",
-      [("        self.indices = iter(self.index_sampler)\n",
+      [("        self.indices = iter(self.index_sampler)  # a new pass of the sampler\n",
         "        self.indices = iter(self.index_sampler)\n"
         "        if not first_iter:\n"
         "            torch.empty((), dtype=torch.int64).random_(generator=loader.generator)\n")],
       "the base seed is drawn once", breaks=1),
-    m("MultiProcessIterator, persistent", "sends None to a worker whose stream ended, persistent or not",
-      [("                if not self.loader.persistent_workers:  # persistent: it stays for _reset\n"
-        "                    self.index_queues[data.worker_id].put(None)\n",
-        "                self.index_queues[data.worker_id].put(None)\n")],
-      "do not send it None", breaks=3),
+    m("MultiProcessIterator, persistent", "keeps the first epoch's pass of the sampler",
+      [("        self.indices = iter(self.index_sampler)  # a new pass of the sampler\n", ""),
+       ("        self.index_sampler = loader.batch_sampler if batched else loader.sampler\n",
+        "        self.index_sampler = loader.batch_sampler if batched else loader.sampler\n"
+        "        self.indices = iter(self.index_sampler)\n")],
+      "each _reset draws the sampler's new order", breaks=1),
     m("MultiProcessIterator, persistent", "never stops the workers at the end of an epoch",
       [("                if not self.loader.persistent_workers:  # persistent: they wait for _reset\n"
         "                    self._shutdown()\n", "")],
-      "the end of the epoch still stops them", breaks=4),
+      "the end of the epoch still stops them", breaks=2),
+    m("MultiProcessIterator, the handshake", "starts the next epoch without the handshake",
+      [("            resume_workers(self.index_queues, self.result_queue, self.workers)\n",
+        "            pass\n")],
+      "resume_workers", breaks=1),
+    m("MultiProcessIterator, the handshake",
+      "sends None to a worker whose stream ended, persistent or not",
+      [("                if not self.loader.persistent_workers:  # persistent: it stays for _reset\n"
+        "                    self.index_queues[data.worker_id].put(None)\n",
+        "                self.index_queues[data.worker_id].put(None)\n")],
+      "do not send it None", breaks=2),
     m("DataLoader, persistent", "keeps its iterator without persistent workers too",
       [("        if not self.persistent_workers:\n"
         "            return MultiProcessIterator(self)  # new workers every epoch\n", "")],
@@ -90,5 +97,5 @@ MUTANTS = [
       "the same iterator", breaks=1),
     m("DataLoader, persistent", "forgets to reset the kept iterator",
       [("            self._iterator._reset(self)\n", "            pass\n")],
-      "_reset(self)", breaks=1),
+      "_reset(loader)", breaks=1),
 ]

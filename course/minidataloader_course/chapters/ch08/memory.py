@@ -1,5 +1,5 @@
 """Copy-on-read: the same numbers held as Python objects, as one numpy array or as one
-tensor, and what reading them costs each worker process in memory (chapter 2).
+tensor, and what reading them costs each worker process in memory (chapter 8).
 
 A forked worker shares its parent's memory pages until it writes to one; then the kernel
 copies that page for the worker alone. Reading a Python object writes to it: CPython
