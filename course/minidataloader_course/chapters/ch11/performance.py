@@ -11,6 +11,9 @@ started with any start method find them. (The benchmark's report: :mod:`minidata
   different lengths whose loading takes time in proportion to their length, for measuring
   how evenly a batch sampler shares the work among the workers.
 - :func:`memory_kib`: a process's memory from ``/proc/<pid>/smaps_rollup`` (Linux).
+- :data:`IO_BOUND` and :data:`CPU_BOUND`: two workloads of the benchmark's harness
+  (``minidataloader.bench``) for any library with torch's names, such as the learner's own
+  ``myloader``: an epoch once the workers run, waiting or computing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 import numpy as np
 import torch
 
+from minidataloader.bench.workloads import IO_SECONDS, IO_WORKERS, SlowDataset, Workload
 from minidataloader.dataset import Dataset
 from minidataloader_course.shared.digits import DigitsDataset
 
@@ -275,3 +279,38 @@ def epoch_vs_ideal(batch_samplers: dict, lengths, seconds_per_token: float,
             seconds[name].append(time.perf_counter() - start)
     ideal = seconds_per_token * sum(lengths) / num_workers
     return {name: statistics.median(times) / ideal for name, times in seconds.items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Your loader against torch's: two workloads for the benchmark's harness
+
+
+def steady_epoch(data, quick: bool, busy: bool, num_workers: int,
+                 multiprocessing_context=None) -> dict:
+    """An epoch once the workers run: 8 samples per batch, every sample takes 5 ms, asleep
+    (waiting, as for a disk) or computing (``busy``); persistent workers, started by a first
+    epoch that is not timed; the second epoch is."""
+    dataset = SlowDataset(160 if quick else 320, seconds=IO_SECONDS, busy=busy)
+    loader = data.DataLoader(dataset, batch_size=8, num_workers=num_workers,
+                             persistent_workers=True,
+                             multiprocessing_context=multiprocessing_context)
+    for _ in loader:  # starts the workers
+        pass
+    start = time.perf_counter()
+    for _ in loader:
+        pass
+    seconds = time.perf_counter() - start
+    del loader  # its workers stop with it
+    # against the ideal: num_workers samples in flight at every moment
+    return {"s": seconds,
+            "fraction_of_ideal": len(dataset) * IO_SECONDS / num_workers / seconds}
+
+
+FORK = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+# no warm-up run: each run starts its workers with an epoch that is not timed
+IO_BOUND = Workload("io-steady-w4", "epoch", steady_epoch,
+                    {"busy": False, "num_workers": IO_WORKERS, "multiprocessing_context": FORK},
+                    warm_up=False)
+CPU_BOUND = Workload("cpu-steady-w2", "epoch", steady_epoch,
+                     {"busy": True, "num_workers": 2, "multiprocessing_context": FORK},
+                     warm_up=False)
