@@ -118,6 +118,44 @@ def memory_kib(pid: int | str = "self") -> dict[str, int]:
             "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
 
 
+class TouchedArray(Dataset):
+    """One sample: how many MB of the reading process's memory became its own (its USS grew
+    by) while it read every page of a ``megabytes`` MB tensor made in the main process, or
+    wrote to every page (``write``). The tensor is filled here, so that its pages exist
+    before a worker is forked."""
+
+    def __init__(self, megabytes: int, write: bool):
+        self.tensor = torch.ones(megabytes * 2**18)  # float32: every page written here
+        self.write = write
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        before = memory_kib()["uss"]
+        if self.write:
+            self.tensor.mul_(1.0)  # every element written: every page
+        else:
+            float(self.tensor.sum())  # every element read
+        return (memory_kib()["uss"] - before) / 1024
+
+
+def private_megabytes(megabytes: int = 64, repeats: int = 3) -> dict[str, list[float]]:
+    """In a worker of torch's loader (forked), how many MB of a ``megabytes`` MB tensor made
+    in the main process became the worker's own when it read the tensor, and when it wrote
+    to it: ``repeats`` measurements each, a fresh worker every time."""
+    import torch.utils.data
+
+    found = {"reading": [], "writing": []}
+    for _ in range(repeats):
+        for how in found:
+            loader = torch.utils.data.DataLoader(
+                TouchedArray(megabytes, write=how == "writing"), batch_size=None,
+                num_workers=1, multiprocessing_context="fork")
+            found[how] += [float(grown) for grown in loader]
+    return found
+
+
 # ---------------------------------------------------------------------------------------
 # Shared memory vs plain pickling: one tensor from a child process to its parent
 
