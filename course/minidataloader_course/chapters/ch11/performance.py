@@ -323,12 +323,12 @@ def epoch_vs_ideal(batch_samplers: dict, lengths, seconds_per_token: float,
 # Your loader against torch's: two workloads for the benchmark's harness
 
 
-def steady_epoch(data, quick: bool, busy: bool, num_workers: int,
+def steady_epoch(data, quick: bool, busy: bool, num_workers: int, seconds: float = IO_SECONDS,
                  multiprocessing_context=None) -> dict:
-    """An epoch once the workers run: 8 samples per batch, every sample takes 5 ms, asleep
+    """An epoch once the workers run: 8 samples per batch, each taking ``seconds``, asleep
     (waiting, as for a disk) or computing (``busy``); persistent workers, started by a first
     epoch that is not timed; the second epoch is."""
-    dataset = SlowDataset(160 if quick else 320, seconds=IO_SECONDS, busy=busy)
+    dataset = SlowDataset(160 if quick else 320, seconds=seconds, busy=busy)
     loader = data.DataLoader(dataset, batch_size=8, num_workers=num_workers,
                              persistent_workers=True,
                              multiprocessing_context=multiprocessing_context)
@@ -337,11 +337,10 @@ def steady_epoch(data, quick: bool, busy: bool, num_workers: int,
     start = time.perf_counter()
     for _ in loader:
         pass
-    seconds = time.perf_counter() - start
+    elapsed = time.perf_counter() - start
     del loader  # its workers stop with it
     # against the ideal: num_workers samples in flight at every moment
-    return {"s": seconds,
-            "fraction_of_ideal": len(dataset) * IO_SECONDS / num_workers / seconds}
+    return {"s": elapsed, "fraction_of_ideal": len(dataset) * seconds / num_workers / elapsed}
 
 
 FORK = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
@@ -350,5 +349,6 @@ IO_BOUND = Workload("io-steady-w4", "epoch", steady_epoch,
                     {"busy": False, "num_workers": IO_WORKERS, "multiprocessing_context": FORK},
                     warm_up=False)
 CPU_BOUND = Workload("cpu-steady-w2", "epoch", steady_epoch,
-                     {"busy": True, "num_workers": 2, "multiprocessing_context": FORK},
+                     {"busy": True, "num_workers": 2, "seconds": 0.002,
+                      "multiprocessing_context": FORK},
                      warm_up=False)
