@@ -260,7 +260,7 @@ register(Exercise(
         Rule("`RandomSampler`'s order from the generator, tuples of slices, the last smaller batch",
              (1, 2, 3, 4, 5)),
         Rule("no generator: a 64-bit seed drawn from the global generator, then a generator of its own (the global RNG afterwards is compared)",
-             (6,)),
+             (6,), parity="RandomSampler's seed draw without a generator"),
     ),
     goals=(8,),
 ))
