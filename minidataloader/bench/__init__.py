@@ -3,6 +3,8 @@
     python -m minidataloader.bench                  # the full run (6-12 minutes)
     python -m minidataloader.bench --quick          # every workload, smaller (about a minute)
     python -m minidataloader.bench --workload io-w4 --json out.json
+    python -m minidataloader.bench --library myloader   # your own loader (any module with
+                                                         # torch's names) against torch
     python -m minidataloader.bench.gpu_bandwidth    # chapter 9's copies, on your CUDA GPU
     python -m minidataloader.bench.stateful_workloads   # chapter 14: ours vs torchdata's
 
@@ -20,6 +22,7 @@ The JSON (``--json FILE``; read one with :func:`load_results`)::
     {"benchmark": ..., "quick": false, "duration_s": ...,
      "machine": {"date_utc", "cpu_model", "cpus_usable", "torch", "python", "load_average_before",
                  "load_average_after", ...},
+     "library": "minidataloader" (the module measured against torch: its columns are mini_*),
      "workloads": [{"workload": "tiny-w2", "measures": "epoch", "doc": ..., "settings": {...},
                     "torch_s": median, "mini_s": median, "speed_ratio": torch_s / mini_s,
                     "pairs": 9, "torch_runs_s": [...], "mini_runs_s": [...],

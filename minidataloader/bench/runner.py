@@ -10,6 +10,10 @@ workers each import torch. A machine busy with other work stretches these times:
 uses about 40 CPU seconds in all, well under a minute on 2 idle cores, and a minute and a
 half when 4 other programs share them.
 
+The side compared with torch is minidataloader unless ``library=`` names another module with
+torch's names (``--library myloader``: the loader a reader of the book writes); its columns
+keep the ``mini_`` prefix, and the report says which library it was (``"library"``).
+
 Seconds are wall-clock seconds; ``*_cpu_s`` are CPU seconds, which other programs on a
 busy machine hardly change. ``pair_ratio_spread`` is the spread of torch/mini within each
 pair, and ``verdict`` reads it (see :func:`verdict`).
@@ -36,7 +40,6 @@ import minidataloader as mdl
 
 from .workloads import WORKLOADS, Workload
 
-LIBS = {"torch": tud, "mini": mdl}
 RESULTS = pathlib.Path(__file__).parent / "results" / "full_run.json"  # the committed run
 PAIRS = 9  # pairs of runs (one of each library) per workload; --quick: Workload.quick_pairs
 
@@ -50,11 +53,11 @@ def _spread(values: list[float]) -> dict:
             "max": max(values)}
 
 
-def _run_once(workload: Workload, lib: str, quick: bool) -> dict:
+def _run_once(workload: Workload, data, quick: bool) -> dict:
     gc.collect()  # garbage of the previous run is not this run's cost
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. 4 workers on 2 CPUs: expected here
-        return workload.run(LIBS[lib], quick, **workload.kwargs)
+        return workload.run(data, quick, **workload.kwargs)
 
 
 def _progress_bar(total: int, file):
@@ -80,24 +83,26 @@ def verdict(pair_ratios: dict) -> str:
     return "tie"
 
 
-def measure(workload: Workload, pairs: int, quick: bool, bar) -> dict:
+def measure(workload: Workload, pairs: int, quick: bool, bar, library=None) -> dict:
     """``pairs`` runs of each library, alternating, after one untimed warm-up run each
-    (none in quick mode for a workload that is slow anyway). ``bar`` moves between runs."""
+    (none in quick mode for a workload that is slow anyway). ``bar`` moves between runs.
+    ``library``: the module measured against torch (default: minidataloader)."""
+    libs = {"torch": tud, "mini": mdl if library is None else library}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     bar.set_description(workload.name)
-    for lib in LIBS if workload.warm_up or not quick else ():
+    for lib in libs if workload.warm_up or not quick else ():
         bar.set_postfix_str(f"warm-up, {lib}")
-        _run_once(workload, lib, quick)
+        _run_once(workload, libs[lib], quick)
         bar.update()
-    runs = {lib: [] for lib in LIBS}
+    runs = {lib: [] for lib in libs}
     for pair in range(pairs):
         order = ("torch", "mini") if pair % 2 == 0 else ("mini", "torch")
         for lib in order:
             bar.set_postfix_str(f"pair {pair + 1}/{pairs}, {lib}")
-            runs[lib].append(_run_once(workload, lib, quick))
+            runs[lib].append(_run_once(workload, libs[lib], quick))
             bar.update()
-    seconds = {lib: [run["s"] for run in runs[lib]] for lib in LIBS}
-    torch_s, mini_s = (statistics.median(seconds[lib]) for lib in LIBS)
+    seconds = {lib: [run["s"] for run in runs[lib]] for lib in libs}
+    torch_s, mini_s = (statistics.median(seconds[lib]) for lib in libs)
     pair_ratios = _spread([t / m for t, m in zip(seconds["torch"], seconds["mini"])])
     result = {
         "workload": workload.name,
@@ -118,7 +123,7 @@ def measure(workload: Workload, pairs: int, quick: bool, bar) -> dict:
     }
     for key in runs["torch"][0]:
         if key != "s":
-            for lib in LIBS:
+            for lib in libs:
                 result[f"{lib}_{key}"] = statistics.median(run[key] for run in runs[lib])
     return result
 
@@ -155,19 +160,23 @@ def machine_facts() -> dict:
 def run_benchmark(names: list[str] | None = None, quick: bool = False,
                   pairs: int | None = None, progress_file=None,
                   workloads: list[Workload] | None = None,
-                  title: str = "minidataloader vs torch.utils.data") -> dict:
+                  title: str = "minidataloader vs torch.utils.data", library=None) -> dict:
     """Measure the workloads named (all by default) of ``workloads`` (default: the core
     benchmark's); the report ``--json`` writes. A progress bar goes to ``progress_file``
-    (default: stderr) if it is a terminal."""
+    (default: stderr) if it is a terminal. ``library``: the module measured against torch,
+    any with torch's names (default: minidataloader)."""
     workloads = [w for w in (WORKLOADS if workloads is None else workloads)
                  if not names or w.name in names]
     plan = [(w, pairs or (w.quick_pairs if quick else PAIRS)) for w in workloads]
-    report = {"benchmark": title, "quick": quick, "machine": machine_facts(), "workloads": []}
+    if library is not None and title == "minidataloader vs torch.utils.data":
+        title = f"{library.__name__} vs torch.utils.data"
+    report = {"benchmark": title, "quick": quick, "machine": machine_facts(),
+              "library": (library or mdl).__name__, "workloads": []}
     runs = sum(2 * (n + (w.warm_up or not quick)) for w, n in plan)
     start = time.monotonic()
     with _progress_bar(runs, progress_file or sys.stderr) as bar:
         for workload, n in plan:
-            report["workloads"].append(measure(workload, n, quick, bar))
+            report["workloads"].append(measure(workload, n, quick, bar, library))
     report["duration_s"] = time.monotonic() - start
     if hasattr(os, "getloadavg"):
         report["machine"]["load_average_after"] = os.getloadavg()
@@ -184,8 +193,9 @@ def format_table(report: dict) -> str:
     def seconds(spread: dict) -> str:
         return f"{spread['median'] * 1e3:8.1f} ms [{spread['q1'] * 1e3:.1f}-{spread['q3'] * 1e3:.1f}]"
 
+    ours = report.get("library", "minidataloader")
     lines = [f"{'workload':24} {'measures':18} {'torch: median [IQR]':>28} "
-             f"{'minidataloader: median [IQR]':>30} {'ratio':>6} {'pair ratios [IQR]':>17} verdict"]
+             f"{ours + ': median [IQR]':>30} {'ratio':>6} {'pair ratios [IQR]':>17} verdict"]
     for row in report["workloads"]:
         pair = row["pair_ratio_spread"]
         lines.append(f"{row['workload']:24} {row['measures']:18} "
@@ -193,11 +203,11 @@ def format_table(report: dict) -> str:
                      f"{row['speed_ratio']:6.2f} {pair['q1']:13.2f}-{pair['q3']:.2f} {row['verdict']}")
         if "torch_fraction_of_ideal" in row:
             lines.append(f"{'':43}fraction of the ideal throughput: torch "
-                         f"{row['torch_fraction_of_ideal']:.2f}, minidataloader "
+                         f"{row['torch_fraction_of_ideal']:.2f}, {ours} "
                          f"{row['mini_fraction_of_ideal']:.2f}")
     machine = report["machine"]
     load = machine.get("load_average_before")
-    lines.append("ratio = torch / minidataloader of the medians (above 1: minidataloader is "
+    lines.append(f"ratio = torch / {ours} of the medians (above 1: {ours} is "
                  "faster); pair ratios: the same within each pair, whose spread is the noise;\n"
                  "verdict: faster/slower when 3 pairs in 4 agree, tie when their IQR holds 1")
     lines.append(f"pairs per workload: {max((r['pairs'] for r in report['workloads']), default=0)}"

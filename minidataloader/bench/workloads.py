@@ -96,10 +96,11 @@ def large(data, quick: bool) -> dict:
     return _epoch(data.DataLoader(dataset, batch_size=16, num_workers=2))
 
 
-def io_bound(data, quick: bool) -> dict:
+def io_bound(data, quick: bool, multiprocessing_context=None) -> dict:
     """Waiting, not computing: every sample sleeps IO_SECONDS; 4 workers, 8 per batch."""
     dataset = SlowDataset(160 if quick else 640, seconds=IO_SECONDS)
-    result = _epoch(data.DataLoader(dataset, batch_size=8, num_workers=IO_WORKERS))
+    result = _epoch(data.DataLoader(dataset, batch_size=8, num_workers=IO_WORKERS,
+                                    multiprocessing_context=multiprocessing_context))
     # Throughput once the pipeline runs (worker start-up excluded), against the ideal:
     # num_workers samples in flight at all times, each taking IO_SECONDS.
     samples_after_first = len(dataset) - 8

@@ -129,7 +129,7 @@ def test_a_hint_naming_what_the_learner_has_passes():
 def test_the_learner_has_what_earlier_chapters_pieces_asked_for():
     page = workbooks.chapter_pages(13)[0]
     _, _, known = next(entry for entry in workbooks.exercise_contexts(page)
-                       if entry[0] == "AssembledLoader")
+                       if entry[0] == "WorkerSafeNoise")
     assert "_reset" in known  # chapter 8's statement asks the learner's iterator for it
 
 

@@ -42,6 +42,9 @@ class Suite:
                type). It runs with the global RNGs seeded alike for both.
     describe   ``describe(spec)`` -> the case in words, for the verdict
     allowed    the public loader pieces the learner's code may call (``Exercise.allowed``)
+    look_at    where to look when a case differs, said instead of swapping the reference
+               pieces in one at a time (NOTE [ How a milestone runs ], step 3): for a suite
+               whose every case is a long measurement, where the swaps would take minutes
     """
 
     name: str
@@ -51,6 +54,7 @@ class Suite:
     time_limit: float = 30.0
     hint: str = ""
     allowed: tuple[str, ...] = BASE_CLASSES
+    look_at: str = ""
 
 
 @dataclass

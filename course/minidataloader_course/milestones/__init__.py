@@ -17,9 +17,11 @@ A milestone is the pieces of its chapters, then suites on the assembled loader:
    verdicts, and the child's process group, workers included, is killed at the end).
 3. When a suite's case differs, the case runs again with the reference version of one piece
    at a time in place of the learner's (leaves first); the first piece whose replacement
-   makes the case right is named. The references are the exercises' own
-   (the chapters' ``solution.py``), made from their source in the learner's module, so
-   that the swapped piece uses the learner's other pieces, as the learner's would.
+   makes the case right is named (a suite of long measurements names the piece to look
+   at instead, ``Suite.look_at``: the swaps would take minutes). The references are the
+   exercises' own (the chapters' ``solution.py``), made from their source in the learner's
+   module, so that the swapped piece uses the learner's other pieces, as the learner's
+   would.
 
 The package is imported afresh from its folder, so a milestone checks what the files say now,
 not what a notebook defined earlier.
@@ -341,7 +343,9 @@ def _run_suite(suite: Suite, package, pieces: dict[str, Exercise], path) -> Step
     step = Step(suite.name, FAILED, found.summary.replace(f"{suite.name}: ", ""),
                 rows=_rows(found), doubtful=bool(found.in_doubt))
     failed = _first_failing(report)
-    if failed is not None and not report.timed_out:
+    if failed is not None and suite.look_at:
+        step.rows.append(("the piece", f"look at your {suite.look_at}"))
+    elif failed is not None and not report.timed_out:
         step.rows.append(("the piece", _diagnose(exercise, cases[failed], expected[failed],
                                                  failed, package, pieces)))
     return step

@@ -160,3 +160,53 @@ def test_no_progress_bar_where_no_one_watches(monkeypatch):
     log = io.StringIO()  # a file or a notebook's stream: not a terminal
     runner.run_benchmark(quick=True, pairs=1, progress_file=log)
     assert log.getvalue() == ""
+
+
+class CountingLoaders:
+    """A library with torch's names whose DataLoader counts the loaders made: any module with
+    a DataLoader can stand where minidataloader stands."""
+
+    __name__ = "countingloaders"
+
+    def __init__(self):
+        import torch.utils.data
+
+        self.made = 0
+        outer = self
+
+        class DataLoader(torch.utils.data.DataLoader):
+            def __init__(self, *args, **kwargs):
+                outer.made += 1
+                super().__init__(*args, **kwargs)
+
+        self.DataLoader = DataLoader
+
+
+def test_another_library_stands_where_minidataloader_stands(monkeypatch):
+    """``library=``: the learner's own loader (chapter 11) measured against torch, runs
+    alternating as for minidataloader; the report and the table say which library it was."""
+    monkeypatch.setattr(runner, "WORKLOADS", WORKLOADS[:1])  # tiny-w0
+    library = CountingLoaders()
+    report = runner.run_benchmark(quick=True, pairs=2, progress_file=io.StringIO(),
+                                  library=library)
+    assert library.made == 1 + 2  # its warm-up run and one run per pair
+    assert report["library"] == "countingloaders"
+    assert report["benchmark"] == "countingloaders vs torch.utils.data"
+    row = report["workloads"][0]
+    assert len(row["mini_runs_s"]) == len(row["torch_runs_s"]) == 2
+    table = runner.format_table(report)
+    assert "countingloaders: median [IQR]" in table and "torch / countingloaders" in table
+    assert runner.run_benchmark(quick=True, pairs=1, progress_file=io.StringIO())[
+        "library"] == "minidataloader"
+
+
+@pytest.mark.timeout(200)
+def test_the_command_measures_a_library_named_on_it(tmp_path):
+    (tmp_path / "mylibrary.py").write_text(
+        "from torch.utils.data import *  # torch's names: a library of one's own\n"
+        "from torch.utils.data import DataLoader\n")
+    run = subprocess.run([sys.executable, "-m", "minidataloader.bench", "--quick", "--pairs",
+                          "1", "--workload", "tiny-w0", "--library", "mylibrary"],
+                         capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "mylibrary: median [IQR]" in run.stdout.splitlines()[0]

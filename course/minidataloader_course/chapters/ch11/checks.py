@@ -260,7 +260,7 @@ register(Exercise(
         Rule("`RandomSampler`'s order from the generator, tuples of slices, the last smaller batch",
              (1, 2, 3, 4, 5)),
         Rule("no generator: a 64-bit seed drawn from the global generator, then a generator of its own (the global RNG afterwards is compared)",
-             (6,)),
+             (6,), parity="RandomSampler's seed draw without a generator"),
     ),
     goals=(8,),
 ))
@@ -467,11 +467,59 @@ register(Choice(
              "where the worker wrote it",
     }, goals=(5,)))
 
-register(Choice(
-    "ch11-memory-number", answer="b", why={
-        "a": "RSS counts a shared page in every process that maps it: the sum counts the "
-             "pages workers share with the main process several times",
-        "c": "USS leaves out the shared pages altogether: the sum misses the memory the "
-             "processes share",
-        "d": "virtual size counts address space reserved, not memory used",
-    }, goals=(9,)))
+class Measured(list):
+    """A measurement shown as a plain list of MB, rounded to the nearest 8 (what a
+    prediction names), with the medians it was rounded from (``exact``) and the margin a
+    prediction may miss them by (``margin``, MB)."""
+
+    def __init__(self, values=(), exact=None, margin=0.0):
+        super().__init__(values)
+        self.exact = list(self) if exact is None else exact
+        self.margin = margin
+
+
+ARRAY_MB = 64
+
+
+def _private_megabytes() -> Measured:
+    """The real thing: a worker's USS, from /proc, before and after it read (or wrote) every
+    page of a 64 MB tensor made in the main process; three fresh workers each."""
+    import os
+    import statistics
+
+    from minidataloader_course.chapters.ch11.performance import private_megabytes
+
+    if not os.path.exists("/proc/self/smaps_rollup"):  # not Linux: the model, said so
+        return Measured([0, ARRAY_MB], [0.0, float(ARRAY_MB)], margin=0.1 * ARRAY_MB)
+    found = private_megabytes(ARRAY_MB, repeats=3)
+    exact = [statistics.median(found["reading"]), statistics.median(found["writing"])]
+    spread = max(max(values) - min(values) for values in found.values())
+    return Measured([8 * round(x / 8) for x in exact], exact,
+                    margin=max(0.1 * ARRAY_MB, 3 * spread))
+
+
+def _within_the_margin(expected: Measured, got) -> str | None:
+    if (not isinstance(got, (list, tuple)) or len(got) != 2
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in got)):
+        return "predict two numbers, in MB: [reading, writing]"
+    for what, measured, predicted in zip(("reading", "writing"), expected.exact, got):
+        if abs(predicted - measured) > expected.margin:
+            return (f"{what}: you predicted {predicted} MB, the worker's USS grew by "
+                    f"{measured:.1f} MB (a prediction within {expected.margin:.0f} MB passes)")
+    return None
+
+
+register(Prediction(
+    "ch11-memory-per-worker", measure=_private_megabytes, compare=_within_the_margin,
+    prompt_text="two numbers, in MB: [reading, writing]",
+    why="a forked worker shares its parent's pages until one of them writes to a page: "
+        "reading the tensor copies nothing (its USS hardly grows), writing to every page "
+        "copies every page into the worker (all 64 MB become its own)",
+    mistakes={(ARRAY_MB, ARRAY_MB): "reading maps the parent's pages, it does not copy them: "
+                                    "only a write makes a page the worker's own",
+              (0, 0): "a write to a shared page copies it first (copy-on-write): after "
+                      "writing to every page the worker owns all of them",
+              (0, ARRAY_MB // 2): "every element is written, so every page is copied: "
+                                  "the whole tensor"},
+    goals=(9,),
+))

@@ -11,6 +11,9 @@ started with any start method find them. (The benchmark's report: :mod:`minidata
   different lengths whose loading takes time in proportion to their length, for measuring
   how evenly a batch sampler shares the work among the workers.
 - :func:`memory_kib`: a process's memory from ``/proc/<pid>/smaps_rollup`` (Linux).
+- :data:`IO_BOUND` and :data:`CPU_BOUND`: two workloads of the benchmark's harness
+  (``minidataloader.bench``) for any library with torch's names, such as the learner's own
+  ``myloader``: an epoch once the workers run, waiting or computing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 import numpy as np
 import torch
 
+from minidataloader.bench.workloads import IO_SECONDS, IO_WORKERS, SlowDataset, Workload
 from minidataloader.dataset import Dataset
 from minidataloader_course.shared.digits import DigitsDataset
 
@@ -112,6 +116,44 @@ def memory_kib(pid: int | str = "self") -> dict[str, int]:
                 fields[name] = int(rest.split()[0])
     return {"rss": fields["Rss"], "pss": fields["Pss"],
             "uss": fields["Private_Clean"] + fields["Private_Dirty"]}
+
+
+class TouchedArray(Dataset):
+    """One sample: how many MB of the reading process's memory became its own (its USS grew
+    by) while it read every page of a ``megabytes`` MB tensor made in the main process, or
+    wrote to every page (``write``). The tensor is filled here, so that its pages exist
+    before a worker is forked."""
+
+    def __init__(self, megabytes: int, write: bool):
+        self.tensor = torch.ones(megabytes * 2**18)  # float32: every page written here
+        self.write = write
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        before = memory_kib()["uss"]
+        if self.write:
+            self.tensor.mul_(1.0)  # every element written: every page
+        else:
+            float(self.tensor.sum())  # every element read
+        return (memory_kib()["uss"] - before) / 1024
+
+
+def private_megabytes(megabytes: int = 64, repeats: int = 3) -> dict[str, list[float]]:
+    """In a worker of torch's loader (forked), how many MB of a ``megabytes`` MB tensor made
+    in the main process became the worker's own when it read the tensor, and when it wrote
+    to it: ``repeats`` measurements each, a fresh worker every time."""
+    import torch.utils.data
+
+    found = {"reading": [], "writing": []}
+    for _ in range(repeats):
+        for how in found:
+            loader = torch.utils.data.DataLoader(
+                TouchedArray(megabytes, write=how == "writing"), batch_size=None,
+                num_workers=1, multiprocessing_context="fork")
+            found[how] += [float(grown) for grown in loader]
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,3 +317,38 @@ def epoch_vs_ideal(batch_samplers: dict, lengths, seconds_per_token: float,
             seconds[name].append(time.perf_counter() - start)
     ideal = seconds_per_token * sum(lengths) / num_workers
     return {name: statistics.median(times) / ideal for name, times in seconds.items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Your loader against torch's: two workloads for the benchmark's harness
+
+
+def steady_epoch(data, quick: bool, busy: bool, num_workers: int, seconds: float = IO_SECONDS,
+                 multiprocessing_context=None) -> dict:
+    """An epoch once the workers run: 8 samples per batch, each taking ``seconds``, asleep
+    (waiting, as for a disk) or computing (``busy``); persistent workers, started by a first
+    epoch that is not timed; the second epoch is."""
+    dataset = SlowDataset(160 if quick else 320, seconds=seconds, busy=busy)
+    loader = data.DataLoader(dataset, batch_size=8, num_workers=num_workers,
+                             persistent_workers=True,
+                             multiprocessing_context=multiprocessing_context)
+    for _ in loader:  # starts the workers
+        pass
+    start = time.perf_counter()
+    for _ in loader:
+        pass
+    elapsed = time.perf_counter() - start
+    del loader  # its workers stop with it
+    # against the ideal: num_workers samples in flight at every moment
+    return {"s": elapsed, "fraction_of_ideal": len(dataset) * seconds / num_workers / elapsed}
+
+
+FORK = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+# no warm-up run: each run starts its workers with an epoch that is not timed
+IO_BOUND = Workload("io-steady-w4", "epoch", steady_epoch,
+                    {"busy": False, "num_workers": IO_WORKERS, "multiprocessing_context": FORK},
+                    warm_up=False)
+CPU_BOUND = Workload("cpu-steady-w2", "epoch", steady_epoch,
+                     {"busy": True, "num_workers": 2, "seconds": 0.002,
+                      "multiprocessing_context": FORK},
+                     warm_up=False)

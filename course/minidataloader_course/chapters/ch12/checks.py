@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+import multiprocessing.util
+import os
+import pathlib
 import random
+import tempfile
 
 import torch
+import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, get_worker_info
 
 from minidataloader_course.chapters.ch12 import solution as solutions
@@ -15,7 +21,7 @@ from minidataloader_course.chapters.multiprocess_cases import (
 )
 from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
 from minidataloader_course.checker.questions import Choice, Prediction
-from minidataloader_course.shared.compare import close
+from minidataloader_course.shared.compare import close, difference
 
 FINISHED_PIECE = ("minidataloader.distributed.DistributedSampler",)
 
@@ -332,6 +338,236 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
+# A real process group, started by the learner's own launcher
+
+
+def _report_membership(folder: str, rank: int) -> None:
+    """Run as the rank's process ends (a multiprocessing finalizer): whether it is still in
+    the process group then."""
+    left = "still in the group" if dist.is_initialized() else "left the group"
+    (pathlib.Path(folder) / f"rank{rank}").write_text(left)
+
+
+def _group_job(folder: str, fails_in=None):
+    """The job every rank runs: what the group says to this process, and one collective
+    call of its own; a finalizer reports, at the process's end, whether it left the group."""
+
+    def job():
+        rank = dist.get_rank()
+        multiprocessing.util.Finalize(None, _report_membership, args=(folder, rank),
+                                      exitpriority=0)
+        if rank == fails_in:
+            raise ValueError(f"rank {rank}'s job failed (on purpose)")
+        summed = torch.tensor([rank])
+        dist.all_reduce(summed)  # every rank's number, added up: the group works
+        return {"rank": rank, "world size": dist.get_world_size(),
+                "backend": dist.get_backend(), "sum of all ranks (all_reduce)": int(summed),
+                "pid": os.getpid()}
+
+    return job
+
+
+def _launcher_cases() -> list[Case]:
+    def case(world_size, hint, fails_in=None, tier=None):
+        failing = f"; rank {fails_in}'s job raises ValueError" if fails_in is not None else ""
+        return Case({"world_size": world_size, "fails_in": fails_in}, hint=hint, tier=tier,
+                    description=f"run_in_a_group(job, world_size={world_size}), where job() "
+                                "asks the group for its rank, its size and its backend, "
+                                f"and calls all_reduce{failing}")
+
+    return [
+        case(2, "each process joins the gloo group with its own rank (0 and 1), runs job(), "
+                "and gathers every rank's result with all_gather_object: both ranks get "
+                "[rank 0's result, rank 1's result]"),
+        case(3, "the group has world_size processes, ranks 0 to world_size - 1: pass the "
+                "size you were given to init_process_group and start as many processes"),
+        case(1, "a group of one process works too: it gathers its own result"),
+        case(2, "a rank whose job raises leaves the other waiting for it in all_gather, "
+                "forever: notice the failed process, stop the others and raise "
+                "(torch.multiprocessing.start_processes does it for you)", fails_in=1),
+    ]
+
+
+def _use_launcher(implementation, case: Case) -> dict:
+    """Run the launcher with the check's job: what every rank gathered (a pid becomes "the
+    caller's process" or "a process of its own"), whether the ranks ran in different
+    processes, and whether each left the group before its process ended."""
+    world_size, fails_in = case.inputs["world_size"], case.inputs["fails_in"]
+    with tempfile.TemporaryDirectory() as folder:
+        job = _group_job(folder, fails_in)
+        if fails_in is not None:
+            # torch's launcher logs a warning as it stops the other ranks: expected here
+            logging.getLogger("torch.multiprocessing.spawn").setLevel(logging.ERROR)
+            try:
+                implementation(job, world_size)
+            except NotImplementedError:  # not written yet: not an answer to this case
+                raise
+            except Exception:  # noqa: BLE001 - whichever way it says so: it did not hang
+                return {"the launcher raised an exception": True}
+            return {"the launcher raised an exception": False}
+        gathered = implementation(job, world_size)
+        reports = {path.name: path.read_text() for path in pathlib.Path(folder).iterdir()}
+    caller = os.getpid()
+    pids = [result.get("pid") if isinstance(result, dict) else None
+            for result in (gathered[0] if gathered else [])]
+    for everyone in gathered if isinstance(gathered, list) else ():
+        for result in everyone if isinstance(everyone, list) else ():
+            if isinstance(result, dict) and "pid" in result:
+                result["pid"] = ("the caller's process" if result["pid"] == caller
+                                 else "a process of its own")
+    return {
+        "what each rank gathered (item r: rank r's list)": gathered,
+        "every rank in a process of its own": len(set(pids)) == len(pids) and caller not in pids,
+        "each rank's process, as it ended": [reports.get(f"rank{rank}", "ended without "
+                                                          "multiprocessing's clean-up")
+                                             for rank in range(world_size)],
+    }
+
+
+register(Exercise(
+    reference=solutions.run_in_a_group,
+    cases=_launcher_cases,
+    run=_use_launcher,
+    hint=("start world_size processes with fork; in process r, init_process_group('gloo', "
+          "rank=r, world_size=world_size) at one free port on 127.0.0.1, run job(), "
+          "all_gather_object its result, send what you gathered home (a queue), and "
+          "destroy_process_group before the process ends"),
+    forbidden=("minidataloader_course.shared.ranks.spawn_ranks",
+               "minidataloader_course.shared.ranks.run_rank"),
+    time_limit=15.0,  # four small groups: about 2 s on an idle machine
+    rules=(
+        Rule("each process joins with its own rank; every rank gathers every rank's result, "
+             "in rank order",
+             (1, 2, 3)),
+        Rule("a group of `world_size` processes",
+             (2, 3)),
+        Rule("every rank leaves the group (`destroy_process_group`) before its process ends",
+             (1, 2, 3)),
+        Rule("a rank that fails: the launcher raises instead of waiting forever",
+             (4,)),
+    ),
+    goals=(3,),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# The debugging lab: two ranks that overlap and repeat
+
+
+def _lab_cases() -> list[Case]:
+    def case(size, world_size, epochs, hint):
+        return Case({"dataset_size": size, "world_size": world_size, "epochs": epochs},
+                    description=f"rank_epochs({size}, rank, {world_size}, {epochs}) for every "
+                                f"rank of {world_size}", hint=hint)
+
+    return [
+        case(10, 2, 3, "print what each rank reads, epoch by epoch, next to what torch's "
+                       "DistributedSampler gives that rank: they must be the same"),
+        case(11, 2, 2, "11 samples over 2 ranks: every sample read in every epoch, one of "
+                       "them by both ranks (the padding)"),
+        case(7, 3, 2, "7 samples over 3 ranks: 3 samples each, two of them repeats"),
+        case(12, 4, 3, "four ranks, three epochs: one shuffled order per epoch, a new one "
+                       "every epoch, dealt to the ranks"),
+    ]
+
+
+def _use_lab(implementation, case: Case) -> dict:
+    """Every rank's epochs, and what the debugging tools show about them: samples two ranks
+    read, samples no rank read, epochs that repeat the first."""
+    size, world_size, epochs = (case.inputs[k] for k in ("dataset_size", "world_size",
+                                                         "epochs"))
+    ranks = [implementation(size, rank, world_size, epochs) for rank in range(world_size)]
+    first = [[i for batch in rank[0] for i in batch] for rank in ranks]
+    read = [i for share in first for i in share]
+    return {
+        "epoch 0: how many samples each rank read": [len(share) for share in first],
+        "epochs that repeat epoch 0, rank by rank": [
+            [e for e in range(1, len(rank)) if rank[e] == rank[0]] for rank in ranks],
+        "epoch 0: samples read more than once, by all ranks together": sorted(
+            {i for i in read if read.count(i) > 1}),
+        "epoch 0: samples no rank read": sorted(set(range(size)) - set(read)),
+        "each rank's batches, epoch by epoch": ranks,
+    }
+
+
+_COUNTS = "epoch 0: how many samples each rank read"
+_REPEATED = "epochs that repeat epoch 0, rank by rank"
+_TWICE = "epoch 0: samples read more than once, by all ranks together"
+_UNREAD = "epoch 0: samples no rank read"
+
+
+def _symptom(expected, got) -> tuple[str, str] | None:
+    """What the debugging tools show (the observation that differs) and the bug it points
+    at, or None."""
+    if any(mine > theirs for mine, theirs in zip(got[_COUNTS], expected[_COUNTS])):
+        return _COUNTS, ("every rank read more than its share: the loader is not given the "
+                         "sampler (a loader that shuffles on its own reads the whole dataset "
+                         "in every rank)")
+    if got[_REPEATED] != expected[_REPEATED]:
+        return _REPEATED, ("an epoch repeats epoch 0's order: without set_epoch(epoch) before "
+                           "each epoch, the sampler's order stays the one of epoch 0")
+    if set(got[_TWICE]) - set(expected[_TWICE]):
+        return _TWICE, ("the ranks overlap: a seed per rank gives each rank an order of its "
+                        "own, so they read some samples twice and others never; one seed "
+                        "(the default, 0) on every rank")
+    if got[_UNREAD]:
+        return _UNREAD, ("a sample is read by no rank: cutting (drop_last=True) leaves a "
+                         "sample unread; the sampler pads by default, so that every sample "
+                         "is read in every epoch")
+    return None
+
+
+def _compare_lab(expected, got) -> str | None:
+    """The first symptom, with the bug it points at; else the first difference."""
+    try:
+        found = _symptom(expected, got)
+    except (TypeError, KeyError, AttributeError):  # not the shape of an observation
+        found = None
+    if found is not None:
+        key, bug = found
+        return f"{difference(expected[key], got[key], key)}. {bug}"
+    return difference(expected, got)
+
+
+def _torch_lab(dataset_size, rank, world_size, epochs):
+    """torch's answer: its DistributedSampler (seed 0, padding) in its DataLoader, with
+    set_epoch before every epoch."""
+    sampler = DistributedSampler(range(dataset_size), num_replicas=world_size, rank=rank)
+    loader = DataLoader(range(dataset_size), batch_size=2, sampler=sampler)
+    seen = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        seen.append([batch.tolist() for batch in loader])
+    return seen
+
+
+register(Exercise(
+    reference=solutions.rank_epochs,
+    oracle=_torch_lab,
+    cases=_lab_cases,
+    run=_use_lab,
+    compare=_compare_lab,
+    hint=("print each rank's indices for one epoch and compare them with torch's "
+          "DistributedSampler for that rank; four things must hold: one seed for all "
+          "ranks, the sampler given to the loader, padding, and set_epoch every epoch"),
+    allowed=("Dataset", "IterableDataset", "Sampler", "DistributedSampler", "DataLoader"),
+    expected_from="torch: its `DistributedSampler` (seed 0) in a `DataLoader`, `set_epoch` "
+                  "before each epoch",
+    rules=(
+        Rule("one shuffled order for all ranks: the same seed on every rank",
+             (1, 2, 3, 4)),
+        Rule("each rank reads its share: the sampler is given to the loader",
+             (1, 2, 3, 4)),
+        Rule("every sample read every epoch: padded, not cut",
+             (2, 3)),
+        Rule("a new order every epoch: `set_epoch(epoch)` before each",
+             (1, 2, 3, 4)),
+    ),
+    goals=(4,),
+))
+
+
+# ---------------------------------------------------------------------------------------
 # Check yourself
 
 register(Choice(
@@ -375,14 +611,6 @@ register(Prediction(
                  "every time; without set_epoch the epoch is always 0"},
     goals=(4,),
 ))
-
-register(Choice(
-    "ch12-spawn-rank", answer="c", why={
-        "a": "spawn passes the process's index itself, as the first argument; no environment "
-             "variable is needed for it",
-        "b": "nothing is returned to the processes: spawn calls fn in each of them",
-        "d": "the index comes first, then the args tuple, in its order",
-    }, goals=(3,)))
 
 register(Choice(
     "ch12-worker-seeds", answer="a", why={

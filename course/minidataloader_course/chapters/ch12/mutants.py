@@ -72,4 +72,45 @@ MUTANTS = [
       [("share = rank_indices(self.items, self.world_size, self.rank, self.drop_last)",
         "share = rank_indices(self.items, self.world_size, self.rank)")],
       "drop_last=True", breaks=2),
+    m("run_in_a_group", "joins every process as rank 0",
+      [("init_method=f\"tcp://127.0.0.1:{port}\", rank=rank,",
+        "init_method=f\"tcp://127.0.0.1:{port}\", rank=0,")],
+      "each process joins the gloo group with its own rank", breaks=1),
+    m("run_in_a_group", "hands back each rank's own result, not everyone's",
+      [("results.put((rank, everyone))", "results.put((rank, [everyone[rank]]))")],
+      "gathers every rank's result", breaks=1),
+    m("run_in_a_group", "makes a group of two, whatever world_size",
+      [("                                world_size=world_size)",
+        "                                world_size=2)")],
+      "the group has world_size processes", breaks=2),
+    m("run_in_a_group", "never leaves the group",
+      [("            dist.destroy_process_group()  # leave the group before the process ends",
+        "            pass")],
+      "each rank's process, as it ended", breaks=3),
+    m("run_in_a_group", "waits for the processes one by one, whatever happens to them",
+      [("    torch.multiprocessing.start_processes(rank_main, nprocs=world_size, start_method=\"fork\")",
+        "    context = torch.multiprocessing.get_context(\"fork\")\n"
+        "    processes = [context.Process(target=rank_main, args=(rank,))\n"
+        "                 for rank in range(world_size)]\n"
+        "    for process in processes:\n"
+        "        process.start()\n"
+        "    for process in processes:\n"
+        "        process.join()")],
+      "leaves the other waiting", breaks=4),
+    m("rank_epochs", "seeds every rank's sampler with its rank",
+      [("    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)",
+        "    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, seed=rank)")],
+      "the ranks overlap", breaks=1),
+    m("rank_epochs", "shuffles in the loader and never uses the sampler",
+      [("    loader = DataLoader(dataset, batch_size=2, sampler=sampler)  # the sampler, used",
+        "    loader = DataLoader(dataset, batch_size=2, shuffle=True)")],
+      "the loader is not given the sampler", breaks=2),
+    m("rank_epochs", "cuts instead of padding",
+      [("    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)",
+        "    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank,\n"
+        "                                 drop_last=True)")],
+      "cutting (drop_last=True) leaves a sample unread", breaks=3),
+    m("rank_epochs", "never calls set_epoch",
+      [("        sampler.set_epoch(epoch)  # a new order every epoch, the same on every rank\n", "")],
+      "without set_epoch(epoch)", breaks=4),
 ]

@@ -1,7 +1,17 @@
 """Chapter 12 (distributed sampling): model solutions."""
 
 import torch
-from torch.utils.data import IterableDataset, Sampler, get_worker_info
+import torch.distributed as dist
+import torch.multiprocessing
+from torch.utils.data import (
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    Sampler,
+    get_worker_info,
+)
+
+from minidataloader_course.shared.ranks import free_port
 
 
 def shard_sizes(dataset_size, num_replicas, drop_last=False):
@@ -79,3 +89,36 @@ class EvenStream(IterableDataset):
 
     def __len__(self):
         return shard_sizes(len(self.items), self.world_size, self.drop_last)[0]
+
+
+def run_in_a_group(job, world_size=2):
+    port = free_port()
+    results = torch.multiprocessing.get_context("fork").SimpleQueue()
+
+    def rank_main(rank):
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world_size)
+        try:
+            everyone = [None] * world_size
+            dist.all_gather_object(everyone, job())  # everyone[r]: rank r's result
+            results.put((rank, everyone))
+        finally:
+            dist.destroy_process_group()  # leave the group before the process ends
+
+    # start_processes calls rank_main(i) in process i; when one fails, it stops the others
+    # and raises here (a rank left alone would wait for the failed one forever)
+    torch.multiprocessing.start_processes(rank_main, nprocs=world_size, start_method="fork")
+    gathered = dict(results.get() for _ in range(world_size))
+    return [gathered[rank] for rank in range(world_size)]
+
+
+def rank_epochs(dataset_size, rank, world_size, epochs):
+    dataset = list(range(dataset_size))  # sample i is i
+    # the same seed on every rank (the default, 0), and padding: every sample read
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
+    loader = DataLoader(dataset, batch_size=2, sampler=sampler)  # the sampler, used
+    seen = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)  # a new order every epoch, the same on every rank
+        seen.append([batch.tolist() for batch in loader])
+    return seen

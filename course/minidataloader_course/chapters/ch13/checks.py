@@ -1,17 +1,16 @@
-"""Chapter 13 (capstone): the exercises and their hidden cases.
+"""Chapter 13 (your loader in training): the exercises and their hidden cases.
 
 ``WorkerSafeNoise`` runs inside real worker processes of minidataloader's DataLoader, started
 with fork (the checker itself runs in a forked child, and only fork hands the reader's
-notebook code to a worker without pickling it). So does ``AssembledLoader``, the learner's
-loader made of the learner's own pieces (imported from ``myloader`` in the workbook), held to
-torch's ``DataLoader`` with the same arguments.
+notebook code to a worker without pickling it). ``seeds_drawn`` is held to torch's loaders in
+a real script, its draws from the global generator counted; ``evaluate_quietly`` must leave
+that generator as it found it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import warnings
 
 import torch
@@ -19,10 +18,7 @@ from torch.utils.data import DataLoader
 
 import minidataloader as mdl
 from minidataloader_course.chapters.ch13 import solution as solutions
-from minidataloader_course.chapters.ch13.milestone import TorchLoader
-from minidataloader_course.chapters.multiprocess_cases import mark_pinned
 from minidataloader_course.checker.framework import Case, Exercise, Rule, register, take
-from minidataloader_course.checker.milestones import LOADER_INTERNALS
 from minidataloader_course.checker.questions import Choice, Prediction
 from minidataloader_course.shared.compare import difference
 
@@ -137,75 +133,6 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
-# Loader settings for a scenario
-
-def _scenario(phase="train", samples=1000, batch_size=32, batch_norm=False,
-              reading="in memory", device="cpu", epochs=10) -> dict:
-    return {"scenario": {"phase": phase, "samples": samples, "batch_size": batch_size,
-                         "batch_norm": batch_norm, "reading": reading, "device": device,
-                         "epochs": epochs}}
-
-
-def _settings_cases() -> list[Case]:
-    def case(hint, **scenario):
-        return Case(_scenario(**scenario), hint=hint)
-
-    return [
-        case("training: shuffle, so that every epoch sees the samples in a new order; data "
-             "already in memory needs no worker processes (num_workers=0), and without "
-             "workers there is nothing to keep alive (persistent_workers=False)"),
-        case("evaluation: shuffle=False keeps prediction k next to sample k; never drop "
-             "samples you want to evaluate", phase="evaluate", batch_norm=True, samples=1025),
-        case("BatchNorm cannot normalise a training batch of ONE sample: 1025 % 32 == 1, so "
-             "drop the last batch (drop_last=True)", batch_norm=True, samples=1025),
-        case("1030 % 32 == 6: the last batch holds 6 samples, which BatchNorm handles; keep it",
-             batch_norm=True, samples=1030),
-        case("images decoded from files for every sample: worker processes pay for "
-             "themselves (num_workers=4), and over 10 epochs they should start only once "
-             "(persistent_workers=True)", reading="from disk"),
-        case("a GPU: pin_memory=True puts batches in page-locked host memory, from which the "
-             "copy to the GPU is faster and can run asynchronously; one epoch only: persistent "
-             "workers would save nothing", device="cuda", reading="from disk", epochs=1),
-        case("one epoch only: persistent workers would save nothing (they would start once "
-             "anyway)", reading="from disk", epochs=1),
-        case("evaluation on a GPU, data in memory: no workers, in order, pinned",
-             phase="evaluate", device="cuda"),
-    ]
-
-
-def _use_settings(implementation, case: Case) -> dict:
-    settings = implementation(**case.inputs)
-    scenario = case.inputs["scenario"]
-    seen = {"settings": settings}
-    # the loader must accept them (persistent_workers without workers is refused)
-    with _quiet_loader_warnings():
-        DataLoader(range(scenario["samples"]), batch_size=scenario["batch_size"], **settings)
-    return seen
-
-
-register(Exercise(
-    reference=solutions.choose_loader_settings,
-    cases=_settings_cases,
-    run=_use_settings,
-    hint=("shuffle for training only; drop_last only when a training batch of one sample "
-          "would reach BatchNorm; workers (4) only when samples are read from disk; "
-          "pin_memory on a GPU; persistent_workers when there are workers and more than one "
-          "epoch"),
-    rules=(
-        Rule("shuffle for training",
-             (1, 2)),
-        Rule("`drop_last` only for a training batch of one with batch norm",
-             (2, 3, 4)),
-        Rule("4 workers from disk, persistent only with more than one epoch",
-             (5, 6, 7)),
-        Rule("pin memory for a GPU; the settings are accepted by a `DataLoader`",
-             (6, 8)),
-    ),
-    goals=(5,),
-))
-
-
-# ---------------------------------------------------------------------------------------
 # A worker-safe augmentation
 
 
@@ -311,147 +238,229 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
-# Your loader, assembled from your pieces: workers that persist, and the pinning path
+# Which seeds a training script's loaders draw from the global generator
 
 
-class Shaken(mdl.Dataset):
-    """Sample i is ``(i, a number drawn from torch's global generator)``: read in a worker,
-    the number shows how that worker was seeded and how many samples it read before."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if not 0 <= i < self.n:
-            raise IndexError(f"index {i} out of range for {self.n} samples")
-        return i, torch.randint(0, 2**20, ())
-
-    def __repr__(self):
-        return f"a dataset of {self.n} samples (i, a number drawn where it is read)"
+def _global_draws(run) -> int:
+    """How many 64-bit seeds ``run()`` drew from torch's global generator: its state after
+    the run, found among the states after 0, 1, 2, ... such draws from the same seed."""
+    torch.manual_seed(0)
+    run()
+    after = torch.get_rng_state()
+    torch.manual_seed(0)
+    for count in range(64):
+        if torch.equal(torch.get_rng_state(), after):
+            return count
+        torch.empty((), dtype=torch.int64).random_()
+    raise AssertionError("the run drew something other than 64-bit seeds")
 
 
-def torch_assembled(dataset, batch_size=1, shuffle=False, drop_last=False, generator=None,
-                    num_workers=0, persistent_workers=False, pin_fn=None,
-                    multiprocessing_context=None):
-    """The oracle: torch's DataLoader with the same arguments, each batch it yields through
-    ``pin_fn`` (where torch pins it, on a machine with an accelerator)."""
-    with _quiet_loader_warnings():
-        loader = TorchLoader(dataset, batch_size=batch_size, shuffle=shuffle,
-                             drop_last=drop_last, generator=generator, num_workers=num_workers,
-                             persistent_workers=persistent_workers,
-                             multiprocessing_context=multiprocessing_context)
-    if pin_fn is not None:
-        loader._pin_memory_fn = pin_fn
-    return loader
+def _torch_seeds_drawn(epochs, shuffle, num_workers, persistent_workers, generator, evaluate):
+    """torch's answer: the script run with torch's loaders, its global draws counted."""
+
+    def script():
+        with _quiet_loader_warnings():
+            train = DataLoader(range(12), batch_size=4, shuffle=shuffle,
+                               num_workers=num_workers, persistent_workers=persistent_workers,
+                               generator=torch.Generator().manual_seed(1) if generator else None,
+                               multiprocessing_context="fork" if num_workers else None)
+            val = DataLoader(range(6), batch_size=4)
+            for _ in range(epochs):
+                for _ in train:
+                    pass
+                if evaluate:
+                    for _ in val:
+                        pass
+            del train  # persistent workers stop with their loader
+
+    return _global_draws(script)
 
 
-def _use_loader(implementation, case: Case) -> dict:
-    spec = dict(case.inputs)
-    size, epochs, stop_after = spec.pop("size"), spec.pop("epochs"), spec.pop("stop_after")
-    generator_seed = spec.pop("generator_seed")
-    generator = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
-    if spec.pop("pinned"):
-        spec["pin_fn"] = mark_pinned
-    with _quiet_loader_warnings():
-        loader = implementation(Shaken(size), generator=generator, **spec)
-        seen = {"len(loader)": len(loader)}
-        for epoch in range(1, epochs + 1):
-            batches = iter(loader)
-            seen[f"epoch {epoch}: torch.rand(1) drawn between iter(loader) and the first "
-                 f"batch"] = torch.rand(1)
-            if epoch == 1 and stop_after is not None:
-                seen["epoch 1, left after"] = list(itertools.islice(batches, stop_after))
-                continue
-            seen[f"epoch {epoch}"] = take(batches, size + 1)
-        seen["torch.rand(2) afterwards (the global generator)"] = torch.rand(2)
-        if generator is not None:
-            seen["torch.rand(2, generator=generator) afterwards"] = torch.rand(
-                2, generator=generator)
-    del batches, loader  # workers that persist stop with the loader's iterator
-    return seen
-
-
-def _loader_cases() -> list[Case]:
-    def case(hint, tier, size=10, batch_size=3, shuffle=True, drop_last=False,
-             generator_seed=None, num_workers=2, persistent_workers=False, pinned=False,
-             epochs=2, stop_after=None):
-        arguments = {"size": size, "batch_size": batch_size, "shuffle": shuffle,
-                     "drop_last": drop_last, "generator_seed": generator_seed,
-                     "num_workers": num_workers, "persistent_workers": persistent_workers,
-                     "pinned": pinned, "multiprocessing_context": "fork" if num_workers else None,
-                     "epochs": epochs, "stop_after": stop_after}
-        shown = [f"batch_size={batch_size}", f"shuffle={shuffle}"]
-        shown += ["drop_last=True"] * drop_last
-        shown += [f"generator=torch.Generator().manual_seed({generator_seed})"] * (
-            generator_seed is not None)
-        shown += [f"num_workers={num_workers}"]
-        shown += ["persistent_workers=True"] * persistent_workers
-        shown += ["pin_fn=mark_pinned"] * pinned
-        left = (f"; the first epoch left after {stop_after} batches (break)"
-                if stop_after is not None else "")
-        return Case(arguments, hint=hint, tier=tier,
-                    description=f"AssembledLoader({Shaken(size)!r}, {', '.join(shown)}); "
-                                f"{epochs} epochs{left}")
+def _seed_cases() -> list[Case]:
+    def case(hint, epochs=3, shuffle=True, num_workers=2, persistent_workers=False,
+             generator=False, evaluate=False, tier=None):
+        inputs = {"epochs": epochs, "shuffle": shuffle, "num_workers": num_workers,
+                  "persistent_workers": persistent_workers, "generator": generator,
+                  "evaluate": evaluate}
+        return Case(inputs, hint=hint, tier=tier, description=(
+            f"{epochs} epochs of DataLoader(shuffle={shuffle}, num_workers={num_workers}, "
+            f"persistent_workers={persistent_workers}"
+            + (", generator=its own" if generator else "") + ")"
+            + (", an evaluation pass over a loader without workers after each" * evaluate)))
 
     return [
-        case("no workers: your SingleProcessIterator; without a pin thread every batch goes "
-             "through pin_fn in this process, as it is handed out", 2, num_workers=0,
-             pinned=True, generator_seed=0),
-        case("workers that do not persist: a new MultiProcessIterator every epoch, so a new "
-             "base seed (from the global generator: no generator here) and new workers", 2),
-        case("persistent workers: ONE MultiProcessIterator for the whole run, made by the "
-             "first iter(); every later iter() resets it (no new base seed: each worker's "
-             "generator goes on where it stopped)", 3, persistent_workers=True,
-             generator_seed=1, epochs=3),
-        case("persistent workers and a pin thread: each batch through pin_fn once, in the pin "
-             "thread your iterator starts when the loader has a _pin_memory_fn", 3,
-             persistent_workers=True, pinned=True, drop_last=True, size=11, epochs=3),
-        case("an epoch left after two batches (break) with persistent workers: the next iter() "
-             "resets the same iterator, whose handshake throws away what the last epoch left "
-             "in flight", 3, persistent_workers=True, generator_seed=2, stop_after=2, epochs=3),
-        case("three workers, no generator: len(loader) and the batches as torch's", 1,
-             num_workers=3, batch_size=4, size=13, shuffle=False),
-        # one worker returns its results in the order it was given the tasks: what the last
-        # epoch left in flight comes before the new epoch's first batch, whatever the timing
-        case("one persistent worker, an epoch left after one batch (break): the next iter() "
-             "resets the same iterator, whose handshake throws away what the last epoch left "
-             "in flight (those results come first: one worker works in order)", 3,
-             num_workers=1, persistent_workers=True, size=8, batch_size=2, generator_seed=3,
-             stop_after=1, epochs=2),
+        case("each epoch's `for` loop makes a new iterator, which draws a base seed; a "
+             "RandomSampler without a generator draws one more, for its own generator",
+             shuffle=False),
+        case("shuffle=True without a generator: the sampler draws a seed every epoch, on top "
+             "of the iterator's base seed"),
+        case("no workers still makes an iterator every epoch, and it draws a base seed "
+             "(nothing uses it)", num_workers=0, shuffle=False),
+        case("persistent workers keep one iterator for the whole run: one base seed, at the "
+             "first epoch (the sampler still draws every epoch)", persistent_workers=True),
+        case("a loader with a generator of its own draws both seeds from it: nothing from "
+             "the global generator", generator=True),
+        case("an evaluation pass is a new iterator over the validation loader: a base seed "
+             "each time", persistent_workers=True, evaluate=True),
+        case("one epoch, persistent or not: the same count", epochs=1,
+             persistent_workers=True, evaluate=True),
+        case("its own generator, and evaluations: only the evaluations draw from the global "
+             "generator", generator=True, evaluate=True, epochs=2, num_workers=0),
     ]
 
 
 register(Exercise(
-    reference=solutions.AssembledLoader,
-    cases=_loader_cases,
-    run=_use_loader,
-    hint=("your iterators take the loader and read what they need from it: give them every "
-          "attribute they read; persistent workers keep one iterator and reset it; without "
-          "workers, pin in this process"),
-    oracle=torch_assembled,
-    # your own pieces, not the loader they already make: assemble it yourself
-    forbidden=(*LOADER_INTERNALS, "myloader.DataLoader", "myloader.dataloader.DataLoader"),
-    time_limit=20.0,  # the reference takes 3 s on an idle machine
-    expected_from="torch: its `DataLoader`, each batch through `pin_fn`; the learner's own pieces, not their `DataLoader`",
+    reference=solutions.seeds_drawn,
+    oracle=_torch_seeds_drawn,
+    cases=_seed_cases,
+    hint=("count per epoch: a new iterator draws a base seed, a sampler that shuffles "
+          "without a generator draws one; persistent workers keep one iterator; a generator "
+          "of the loader's own takes both draws"),
+    time_limit=15.0,
+    expected_from="torch: the script run with its loaders, the draws from the global "
+                  "generator counted",
     rules=(
-        Rule("without workers: the single-process iterator, each batch through `pin_fn` in the main process",
-             (1,)),
-        Rule("workers that do not persist: a new iterator (and base seed) every epoch",
-             (2, 6)),
-        Rule("persistent workers: one iterator, reset at later epochs (no new base seed; the workers' generators go on)",
-             (3, 4, 5, 7)),
-        Rule("with workers, `pin_fn` reaches the iterator's pin thread (`_pin_memory_fn`)",
-             (4,)),
-        Rule("an epoch left after `break`: the next one resets the same iterator",
-             (5, 7)),
-        Rule("every generator where torch's leaves it (`len` draws nothing): the global draws at "
-             "`iter()`, between `iter()` and the first batch, and afterwards",
-             (1, 2, 3, 4, 5, 6, 7)),
+        Rule("a base seed for every new iterator: every epoch's `for` loop",
+             (1, 2, 3)),
+        Rule("persistent workers: one iterator, one base seed for the run",
+             (4, 6, 7)),
+        Rule("shuffling without a generator: one more seed every epoch, the sampler's",
+             (2, 4)),
+        Rule("a generator of the loader's own: nothing from the global generator",
+             (5, 8)),
+        Rule("every evaluation pass draws a base seed, workers or not",
+             (3, 6, 7, 8)),
     ),
-    goals=(3, 5),
+    goals=(3,),
+))
+
+
+# ---------------------------------------------------------------------------------------
+# An evaluation that leaves the training's random numbers alone
+
+
+class _Scorer(torch.nn.Module):
+    """Scores for ``classes`` classes: a fixed linear layer, and dropout (which draws random
+    numbers in training mode)."""
+
+    def __init__(self, features: int, classes: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(features, classes)
+        with torch.no_grad():
+            generator = torch.Generator().manual_seed(features * 10 + classes)
+            self.linear.weight.copy_(torch.randn(classes, features, generator=generator))
+            self.linear.bias.zero_()
+        self.dropout = torch.nn.Dropout(0.5)
+
+    def forward(self, inputs):
+        return self.dropout(self.linear(inputs))
+
+
+class _Rows(mdl.Dataset):
+    """``(features[i], labels[i])``, and a number drawn where the row is read, added to
+    nothing: reading draws from the global generator of the process that reads."""
+
+    def __init__(self, features, labels):
+        self.features, self.labels = features, labels
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        torch.rand(1)  # an augmentation would draw here
+        return self.features[i], self.labels[i]
+
+
+def _evaluation_cases() -> list[Case]:
+    def case(rows, classes, workers, training, hint):
+        return Case({"rows": rows, "classes": classes, "num_workers": workers,
+                     "training": training}, hint=hint,
+                    description=(f"a model of {classes} classes with dropout, in "
+                                 f"{'training' if training else 'evaluation'} mode; a "
+                                 f"DataLoader of {rows} rows, batch_size=4, "
+                                 f"num_workers={workers}, no generator"))
+
+    return [
+        case(10, 3, 0, True, "the accuracy: the share of rows whose largest score is the "
+                             "label, over every batch, in evaluation mode (no dropout)"),
+        case(9, 2, 2, True, "iterating the loader draws a base seed from the global "
+                            "generator, here too: put the generator's state back afterwards "
+                            "(torch.random.fork_rng, or get_rng_state and set_rng_state)"),
+        case(13, 4, 0, False, "a model in evaluation mode stays in evaluation mode; one in "
+                              "training mode goes back to training mode"),
+        case(4, 2, 1, True, "one batch, one worker: the same"),
+    ]
+
+
+def _use_evaluation(implementation, case: Case) -> dict:
+    inputs = case.inputs
+    generator = torch.Generator().manual_seed(inputs["rows"])
+    features = torch.randn(inputs["rows"], 5, generator=generator)
+    labels = torch.randint(0, inputs["classes"], (inputs["rows"],), generator=generator)
+    model = _Scorer(5, inputs["classes"])
+    model.train(inputs["training"])
+    workers = inputs["num_workers"]
+    loader = DataLoader(_Rows(features, labels), batch_size=4, num_workers=workers,
+                        multiprocessing_context="fork" if workers else None)
+    accuracy = implementation(model, loader)
+    return {"accuracy": accuracy,
+            "the model's mode afterwards": "training" if model.training else "evaluation",
+            "torch.rand(3) afterwards (the global generator)": torch.rand(3)}
+
+
+def _torch_evaluation(model, loader):
+    """The oracle: the accuracy with dropout off, and the global generator left alone."""
+    state, was_training = torch.get_rng_state(), model.training
+    model.eval()
+    with torch.no_grad():
+        scores = [(model(x).argmax(dim=1) == y).sum().item() for x, y in loader]
+    torch.set_rng_state(state)
+    model.train(was_training)
+    return sum(scores) / len(loader.dataset)
+
+
+_EVALUATION_RULES = {
+    "accuracy": "the share of rows whose largest score is the label, in evaluation mode "
+                "(no dropout), over every row of every batch",
+    "the model's mode afterwards": "leave the model in the mode it came in: a model in "
+                                   "training mode goes back to training mode",
+    "torch.rand(3) afterwards (the global generator)": (
+        "iterating the loader (and reading its rows) drew from the global generator: keep "
+        "its state and put the generator's state back afterwards (torch.random.fork_rng, or "
+        "get_rng_state and set_rng_state)"),
+}
+
+
+def _compare_evaluation(expected, got) -> str | None:
+    """The first difference, with what it means."""
+    if isinstance(got, dict) and set(got) == set(expected):
+        for key, meaning in _EVALUATION_RULES.items():
+            problem = difference(expected[key], got[key], key, tolerance=(1e-6, 1e-9))
+            if problem is not None:
+                return f"{problem}: {meaning}"
+    return difference(expected, got, tolerance=(1e-6, 1e-9))
+
+
+register(Exercise(
+    reference=solutions.evaluate_quietly,
+    oracle=_torch_evaluation,
+    cases=_evaluation_cases,
+    run=_use_evaluation,
+    compare=_compare_evaluation,
+    hint=("in evaluation mode, count the rows whose largest score is the label; iterating "
+          "the loader draws from the global generator, so keep its state and put it back; "
+          "leave the model in the mode it came in"),
+    time_limit=10.0,
+    expected_from="the accuracy in evaluation mode, and the global generator as it was",
+    rules=(
+        Rule("the share of rows whose largest score is the label, dropout off",
+             (1, 2, 3, 4)),
+        Rule("the global generator as it was: iterating the loader drew a base seed",
+             (1, 2, 3, 4)),
+        Rule("the model left in the mode it came in",
+             (1, 3)),
+    ),
+    goals=(3,),
 ))
 
 

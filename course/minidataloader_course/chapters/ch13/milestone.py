@@ -1,5 +1,5 @@
-"""Milestone 13: the learner's complete loader runs the capstone's two training runs (chapter
-13) with two worker processes that persist from epoch to epoch and the pinning path, and
+"""Milestone 13: the learner's complete loader runs chapter 13's two training runs with two
+worker processes that persist from epoch to epoch and the pinning path, and
 gives torch's loss at every step.
 
 The runs are the chapter's own (``chapters.ch13.capstone``); they take ``data``, a module with
@@ -171,7 +171,7 @@ def describe(spec: dict) -> str:
 register_milestone(Milestone(
     number=13,
     goals={"ch13": (1, 6)},
-    title="your DataLoader in the capstone's training runs",
+    title="your DataLoader in chapter 13's training runs, and on two ranks",
     suites=[
         Suite(name="pin_memory=True on this machine, as it is",
               cases=lambda: [{"run": "pinned"}],

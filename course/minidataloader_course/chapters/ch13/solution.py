@@ -1,21 +1,9 @@
-"""Chapter 13 (capstone): model solutions.
-
-``AssembledLoader`` is written from the learner's own pieces: the names below come from the
-reference pieces here, from ``myloader`` in the workbook (its first cell imports them).
-"""
+"""Chapter 13 (your loader in training): model solutions."""
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset, random_split
 
 import minidataloader as mdl
-from minidataloader_course.chapters.ch03.solution import (
-    BatchSampler,
-    RandomSampler,
-    SequentialSampler,
-)
-from minidataloader_course.chapters.ch04.solution import default_collate
-from minidataloader_course.chapters.ch05.solution import SingleProcessIterator
-from minidataloader_course.chapters.ch10.solution import MultiProcessIterator
 
 
 def build_pipeline(features, labels, seed):
@@ -34,19 +22,6 @@ def build_pipeline(features, labels, seed):
     return train_loader, val_loader
 
 
-def choose_loader_settings(scenario):
-    training = scenario["phase"] == "train"
-    one_left_over = scenario["samples"] % scenario["batch_size"] == 1
-    workers = 4 if scenario["reading"] == "from disk" else 0
-    return {
-        "shuffle": training,  # evaluation keeps the order of the samples
-        "drop_last": training and scenario["batch_norm"] and one_left_over,
-        "num_workers": workers,  # decoding pays for processes; slicing does not
-        "pin_memory": scenario["device"] == "cuda",  # page-locked, for copies
-        "persistent_workers": workers > 0 and scenario["epochs"] > 1,
-    }
-
-
 class WorkerSafeNoise:
     def __init__(self, seed):
         self.seed = seed
@@ -63,43 +38,27 @@ class WorkerSafeNoise:
         return image + 0.1 * noise  # a new tensor: the dataset's image is kept
 
 
-class AssembledLoader:
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False,
-                 generator=None, num_workers=0, persistent_workers=False, pin_fn=None,
-                 multiprocessing_context=None):
-        self.dataset = dataset
-        self.batch_size = batch_size
-        self.drop_last = drop_last
-        self.generator = generator
-        # the parts, as a DataLoader chooses them
-        self.sampler = (RandomSampler(dataset, generator=generator) if shuffle
-                        else SequentialSampler(dataset))
-        self.batch_sampler = BatchSampler(self.sampler, batch_size, drop_last)
-        self.collate_fn = default_collate
-        # everything else the iterators read, at a DataLoader's defaults
-        self.num_workers = num_workers
-        self.prefetch_factor = 2 if num_workers > 0 else None
-        self.persistent_workers = persistent_workers
-        self.multiprocessing_context = multiprocessing_context
-        self.worker_init_fn = None
-        self.timeout = 0
-        self.in_order = True
-        self.pin_memory = pin_fn is not None
-        self._pin_memory_fn = pin_fn  # the pin thread calls it (chapter 9)
-        self._iterator = None  # the one iterator of persistent workers
+def seeds_drawn(epochs, shuffle, num_workers, persistent_workers, generator, evaluate):
+    if generator:  # the training loader draws from its own generator: nothing global
+        training = 0
+    else:
+        # a base seed for every new iterator: every epoch, or once for persistent workers
+        base_seeds = 1 if persistent_workers and num_workers > 0 else epochs
+        # a RandomSampler without a generator seeds its own from the global one, each epoch
+        training = base_seeds + (epochs if shuffle else 0)
+    # every evaluation is a new iterator over a loader with no generator: a base seed,
+    # although no worker uses it
+    return training + (epochs if evaluate else 0)
 
-    def __len__(self):
-        return len(self.batch_sampler)
 
-    def __iter__(self):
-        if self.num_workers == 0:  # no pin thread: pinned in this process, batch by batch
-            batches = SingleProcessIterator(self)
-            pin_fn = self._pin_memory_fn
-            return batches if pin_fn is None else map(pin_fn, batches)
-        if not self.persistent_workers:
-            return MultiProcessIterator(self)
-        if self._iterator is None:
-            self._iterator = MultiProcessIterator(self)
-        else:  # the same workers, a new epoch: no new base seed
-            self._iterator._reset(self)
-        return self._iterator
+def evaluate_quietly(model, loader):
+    was_training = model.training
+    model.eval()
+    correct = count = 0
+    # iterating a loader draws a base seed from the global generator: put it back after
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        for inputs, labels in loader:
+            correct += (model(inputs).argmax(dim=1) == labels).sum().item()
+            count += len(labels)
+    model.train(was_training)  # as it was: a training loop goes on training
+    return correct / count
