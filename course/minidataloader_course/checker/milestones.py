@@ -42,6 +42,8 @@ class Suite:
                type). It runs with the global RNGs seeded alike for both.
     describe   ``describe(spec)`` -> the case in words, for the verdict
     allowed    the public loader pieces the learner's code may call (``Exercise.allowed``)
+    suspects   pieces (``"module.Name"``) the diagnosis of a failing case swaps first: those
+               the suite is about, so that a slow case is not run again for every piece
     """
 
     name: str
@@ -51,6 +53,7 @@ class Suite:
     time_limit: float = 30.0
     hint: str = ""
     allowed: tuple[str, ...] = BASE_CLASSES
+    suspects: tuple[str, ...] = ()
 
 
 @dataclass

@@ -73,8 +73,9 @@ class NoisySamples(Dataset):
 
 
 def build(num_workers: int, loader_class=StatefulDataLoader, persistent: bool | None = None,
-          samples: int = 64):
-    """The model, optimizer and loader, exactly as every start of the script builds them."""
+          samples: int = 64, context: str | None = None):
+    """The model, optimizer and loader, exactly as every start of the script builds them
+    (``context``: how its workers start; None, the start method in use)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -82,7 +83,8 @@ def build(num_workers: int, loader_class=StatefulDataLoader, persistent: bool | 
         persistent = num_workers > 0
     loader = loader_class(NoisyLine(samples), batch_size=8, shuffle=True,
                           num_workers=num_workers, persistent_workers=persistent,
-                          generator=torch.Generator().manual_seed(1))
+                          generator=torch.Generator().manual_seed(1),
+                          **({"multiprocessing_context": context} if context else {}))
     return model, optimizer, loader
 
 
@@ -96,12 +98,12 @@ def save(path: str, **checkpoint) -> None:
 def train(checkpoint: str, out: str, epochs: int = 3, every: int = 3,
           step_seconds: float = 0.0, num_workers: int = 2, loader_class=StatefulDataLoader,
           persistent: bool | None = None, samples: int = 64, stop_at: int | None = None,
-          say=None) -> None:
+          say=None, context: str | None = None) -> None:
     """Train, from the checkpoint if there is one; ``stop_at``: after that many steps, say
     ``waiting at <step>`` and wait to be killed (a test's cue). ``say`` prints a line."""
     say = say or (lambda line: print(line, flush=True))
     torch.set_num_threads(1)  # the same arithmetic, in the same order, in every run
-    model, optimizer, loader = build(num_workers, loader_class, persistent, samples)
+    model, optimizer, loader = build(num_workers, loader_class, persistent, samples, context)
     epoch = step = 0
     if os.path.exists(checkpoint):
         saved = torch.load(checkpoint)
@@ -217,7 +219,8 @@ def kill_and_resume_in_children(loader_class, folder: str, epochs: int = 3, ever
 
 
 def uninterrupted(loader_class, epochs: int = 3, every: int = 3, num_workers: int = 2,
-                  samples: int = 48, folder: str | None = None) -> dict:
+                  samples: int = 48, folder: str | None = None,
+                  context: str | None = None) -> dict:
     """The same run with ``loader_class`` (torch's ``DataLoader``), never interrupted: its
     final weights. Checkpoints are taken only by a loader that has ``state_dict``."""
     import tempfile
@@ -226,7 +229,7 @@ def uninterrupted(loader_class, epochs: int = 3, every: int = 3, num_workers: in
         out = os.path.join(where, "weights.pt")
         train(os.path.join(where, "never.pt"), out, epochs=epochs, every=every,
               num_workers=num_workers, loader_class=_without_checkpoints(loader_class),
-              persistent=False, samples=samples, say=lambda line: None)
+              persistent=False, samples=samples, say=lambda line: None, context=context)
         return torch.load(out)
 
 
