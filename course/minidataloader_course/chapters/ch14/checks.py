@@ -476,7 +476,8 @@ register(Exercise(
 
 def _use_track_position(implementation, case: Case) -> dict:
     spec = case.inputs
-    position = copy.deepcopy(dict(spec["position"]))
+    yielded, workers = spec["position"]  # immutable in the case: a dict is made for each run
+    position = {"yielded": yielded, "workers": list(workers)}
     source = iter(spec["batches"])
     pulled = [0]
 
@@ -501,13 +502,14 @@ def _use_track_position(implementation, case: Case) -> dict:
 
 def _track_cases() -> list[Case]:
     def case(batches, position, num_workers, hint, stop=None):
-        return Case({"batches": batches, "position": position, "num_workers": num_workers,
-                     "stop": stop}, hint=hint,
-                    description=f"track_position({batches}, {position}, num_workers="
+        shown = {"yielded": position[0], "workers": list(position[1])}
+        return Case({"batches": tuple(batches), "position": position,
+                     "num_workers": num_workers, "stop": stop}, hint=hint,
+                    description=f"track_position({list(batches)}, {shown}, num_workers="
                                 f"{num_workers}){f', {stop} batches taken' if stop else ''}")
 
     def start(workers, yielded=0, states=None):
-        return {"yielded": yielded, "workers": list(states or [None] * workers)}
+        return yielded, tuple(states or [None] * workers)
 
     two = [("b0", "w0 after b0"), ("b1", "w1 after b1"), ("b2", "w0 after b2")]
     return [
