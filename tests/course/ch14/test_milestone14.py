@@ -115,7 +115,7 @@ def test_forgetting_the_workers_states_is_named_by_the_pieces_own_check(tmp_path
     package = package_of(tmp_path, "resumable.InTheWorkers",
                          "            set_random_states(self.states[worker_id])\n",
                          "            pass\n")
-    pieces = {p: e for p, e in _pieces_up_to(14).items() if p.startswith("resumable.")}
+    pieces = {p: e for p, e in _pieces_up_to(14).items() if p == "resumable.InTheWorkers"}
     step = _check_pieces(import_package(package), pieces, set())
     assert step.status == FAILED, step
     failed = [label for label, row in step.rows if row.startswith("✘")]
@@ -131,7 +131,9 @@ def test_a_loader_that_takes_any_state_is_refused(tmp_path):
     assert "accepted" in dict(step.rows)["got"] + dict(step.rows)["problem"], step
 
 
-def test_the_milestone_runs_from_a_terminal():
+def test_the_milestones_of_chapters_14_and_15_run_from_a_terminal():
     done = subprocess.run([sys.executable, "-m", "minidataloader_course", "milestone", "--help"],
                           capture_output=True, text=True, timeout=120)
-    assert "14 (your loader, killed with SIGKILL and resumed)" in " ".join(done.stdout.split())
+    listed = " ".join(done.stdout.split())
+    assert "14 (your loader, killed with SIGKILL and resumed)" in listed
+    assert "15 (the capstone: your loader on the recordings, fast and resumable)" in listed

@@ -6,8 +6,6 @@ tests/book/test_notebooks.py.)"""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
@@ -73,9 +71,3 @@ def test_settings_that_cannot_meet_the_target_get_that_verdict(tmp_path):
     assert " times (" in rows["got"] and "samples/s" in rows["got"], step
     assert "with the reference capstone_loader in place of yours" in rows["the piece"], step
 
-
-def test_the_milestone_runs_from_a_terminal():
-    done = subprocess.run([sys.executable, "-m", "minidataloader_course", "milestone", "--help"],
-                          capture_output=True, text=True, timeout=120)
-    assert "15 (the capstone: your loader on the recordings, fast and resumable)" in " ".join(
-        done.stdout.split())
