@@ -18,7 +18,7 @@ import re
 import sys
 
 from minidataloader_course import catalog
-from minidataloader_course.authoring.workbooks import ROOT, chapter_pages
+from minidataloader_course.authoring.workbooks import ROOT, chapter_number, chapter_pages, chapters
 
 TABLES = ROOT / "course" / "EXERCISES.md"
 _GOALS = re.compile(r"^```\{admonition\} Learning goals\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -94,7 +94,7 @@ def tables() -> str:
     breaking: dict[tuple[str, int], list[str]] = {}
     for mutant in catalog.mutants():
         breaking.setdefault((mutant.exercise, mutant.breaks), []).append(mutant.mistake)
-    for number in range(1, 15):
+    for number in sorted({chapter_number(page) for page in chapters()}):
         title = chapter_pages(number)[0].read_text().split("\n# ", 1)[1].split("\n", 1)[0]
         title = re.sub(r"^\d+\.\s*", "", title)
         out += [f"## Chapter {number}: {title}", "", "| learning goal | assessed by |",

@@ -45,6 +45,8 @@ class Suite:
     look_at    where to look when a case differs, said instead of swapping the reference
                pieces in one at a time (NOTE [ How a milestone runs ], step 3): for a suite
                whose every case is a long measurement, where the swaps would take minutes
+    suspects   pieces (``"module.Name"``) the diagnosis of a failing case swaps first: those
+               the suite is about, so that a slow case is not run again for every piece
     """
 
     name: str
@@ -55,6 +57,7 @@ class Suite:
     hint: str = ""
     allowed: tuple[str, ...] = BASE_CLASSES
     look_at: str = ""
+    suspects: tuple[str, ...] = ()
 
 
 @dataclass

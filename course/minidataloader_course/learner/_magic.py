@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import difflib
 import html
+import importlib
 import pathlib
 import traceback
 
@@ -99,8 +100,9 @@ class PieceMagics(Magics):
         # the check after this cell checks what the file holds now, before you change it
         module, name = split_piece(piece)
         loaded = import_package(self.package)
-        self.shell.user_ns[name.split(".")[0]] = getattr(getattr(loaded, module),
-                                                         name.split(".")[0])
+        # a module the package's __init__ does not import (resumable.py) is imported here
+        self.shell.user_ns[name.split(".")[0]] = getattr(
+            importlib.import_module(f"{loaded.__name__}.{module}"), name.split(".")[0])
         self.shell.user_ns[self.package.name] = loaded
 
     def _save(self, piece: str, module: str, name: str, cell: str, force: bool) -> None:
@@ -137,7 +139,7 @@ class PieceMagics(Magics):
             outcome = write_piece(self.package, piece, cell, force=True)
         try:
             package = import_package(self.package)
-            loaded = getattr(package, module)
+            loaded = importlib.import_module(f"{package.__name__}.{module}")
         except Exception:  # the learner's code fails at import: show where, keep the file
             _say(f"Saved {name} in {path}, but importing {self.package.name}.{module} then "
                  f"failed:\n{traceback.format_exc(limit=-3)}")

@@ -347,7 +347,7 @@ def _run_suite(suite: Suite, package, pieces: dict[str, Exercise], path) -> Step
         step.rows.append(("the piece", f"look at your {suite.look_at}"))
     elif failed is not None and not report.timed_out:
         step.rows.append(("the piece", _diagnose(exercise, cases[failed], expected[failed],
-                                                 failed, package, pieces)))
+                                                 failed, package, pieces, suite.suspects)))
     return step
 
 
@@ -399,11 +399,14 @@ def _reference_in(package, piece: str, exercise: Exercise):
 
 
 def _diagnose(exercise: Exercise, case: Case, expected, index: int, package,
-              pieces: dict[str, Exercise]) -> str:
+              pieces: dict[str, Exercise], suspects: tuple[str, ...] = ()) -> str:
     """Run the failing case again with one reference piece at a time in place of the
-    learner's; name the first whose replacement makes it right."""
+    learner's; name the first whose replacement makes it right. The suite's ``suspects``
+    go first."""
+    order = [p for p in suspects if p in pieces] + [p for p in pieces if p not in suspects]
+
     def body(send, printed):
-        for piece in pieces:  # in chapter order, as registered: leaves first
+        for piece in order:  # the suspects, then in chapter order, as registered: leaves first
             reference = _reference_in(package, piece, pieces[piece])
             undo = _swapped(package, piece_object(package, piece), reference)
             seed_everything(exercise.seed + index)
