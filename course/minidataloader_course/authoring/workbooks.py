@@ -670,7 +670,7 @@ def hint_names(hint: str) -> list[str]:
     skeletons = set().union(*(skeleton_locals(block) for block in blocks)) if blocks else set()
     found = []
     for span in spans:
-        for attribute in re.findall(r"\bself\.(\w+)", span):
+        for attribute in re.findall(r"\bself\.(\w+)", span.replace(f"self.{BLANK}", "")):
             found.append(f"self.{attribute}")
         named = _NAME_SPAN.match(span.strip())
         if named and not named.group("name").startswith("self."):
