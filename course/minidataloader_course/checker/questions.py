@@ -206,7 +206,7 @@ def type_mix_up(expected, answer) -> str | None:
 def _check_name(name: str) -> None:
     if not NAME.match(name):
         raise ValueError(f"item name {name!r}: write it as the chapter's label, chNN-slug "
-                         f"(e.g. 'ch02-copy-on-read')")
+                         f"(e.g. 'ch08-copy-on-read')")
 
 
 def _not_answered(name: str) -> Verdict:
