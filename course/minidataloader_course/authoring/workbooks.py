@@ -54,6 +54,7 @@ import functools
 import pathlib
 import re
 import sys
+import textwrap
 from dataclasses import dataclass, field
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]  # the clone: course/minidataloader_course/authoring
@@ -490,7 +491,7 @@ def code_names(source: str) -> set[str]:
     variables. IPython's magics are left out; code that does not parse defines nothing."""
     lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = ast.parse(textwrap.dedent("\n".join(lines)))  # a skeleton of methods, too
     except SyntaxError:
         return set()
     names: set[str] = set()
@@ -658,6 +659,16 @@ def check_pointers(cells: list, where: str) -> None:
                            "cell, or tag the book's cell `workbook`) or reword the sentence")
 
 
+def _methods(source: str) -> set[str]:
+    """The functions a piece of code defines (a hint's skeleton: its methods)."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return set()
+    return {node.name for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def hint_names(hint: str) -> list[str]:
     """The names a hint points at: every ``self.x`` in its code, every backticked name or
     call (``helper``, ``helper(...)``), and the names a fenced block (Hint 3's skeleton) uses
@@ -668,6 +679,7 @@ def hint_names(hint: str) -> list[str]:
     inline = spans[len(blocks):]
     own = set().union(*(code_names(span) for span in inline)) if inline else set()
     skeletons = set().union(*(skeleton_locals(block) for block in blocks)) if blocks else set()
+    own |= {f"self.{name}" for block in blocks for name in _methods(block)}  # its methods
     found = []
     for span in spans:
         for attribute in re.findall(r"\bself\.(\w+)", span.replace(f"self.{BLANK}", "")):

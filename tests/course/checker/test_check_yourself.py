@@ -88,9 +88,14 @@ def test_every_wrong_answer_is_explained(name):
         if isinstance(item, Choice):
             assert verdict.problem == item.why[wrong]
             assert item.answer not in verdict.summary.split(":")[-1]  # the answer is not given
-        elif (tuple(wrong) if isinstance(wrong, list) else wrong) in item.mistakes:
+        else:
             key = tuple(wrong) if isinstance(wrong, list) else wrong
-            assert verdict.problem == item.mistakes[key]
+            try:
+                known = key in item.mistakes
+            except TypeError:  # a table of lists is unhashable: no known mistake, as judge() says
+                known = False
+            if known:
+                assert verdict.problem == item.mistakes[key]
 
 
 @pytest.mark.parametrize("name", sorted(ITEMS))

@@ -1,9 +1,11 @@
-"""Chapter 6 (workers and queues): the exercises and their hidden cases.
+"""Chapter 6 (workers and queues): the exercises, their hidden cases and the check-yourself
+items.
 
 The worker loop is checked in a thread of the checker's child process (and once in a real
-forked worker), the multi-process iterator on real worker processes against torch's iterator
-for a loader made of the same parts: the machinery is ``multiprocess_cases``, which chapters 7
-to 14 share.
+forked worker); the multi-process iterator, in each of its four steps, on real worker
+processes against torch's iterator for a loader made of the same parts: the machinery is
+``multiprocess_cases``, which chapters 7 to 14 share. The bookkeeping tables run torch's own
+iterator with scripted arrivals (``bookkeeping.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 
 import torch.utils.data as tud
 
+from minidataloader_course.chapters.ch06 import bookkeeping, step1, step2, step3
 from minidataloader_course.chapters.ch06 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
@@ -26,12 +29,8 @@ from minidataloader_course.chapters.multiprocess_cases import (
     use_iterator,
     when_idle,
 )
-from minidataloader_course.checker.framework import Case, Exercise, Rule, TooManyItems, register
+from minidataloader_course.checker.framework import Case, Exercise, Rule, register
 from minidataloader_course.checker.questions import Choice, Prediction
-
-# ---------------------------------------------------------------------------------------
-# Running the reader's loop in a thread
-
 
 # ---------------------------------------------------------------------------------------
 # 1. The worker loop (a piece of the learner's loader; chapters 7, 8 and 10 grow it)
@@ -121,146 +120,186 @@ register(Exercise(
 
 
 # ---------------------------------------------------------------------------------------
-# 2. Which worker, and when
+# 2. The multi-process iterator, in four steps (a piece of the learner's loader; chapters 7
+# to 10 grow it). Each step is an exercise of its own, registered in the chapter's order
+# (NOTE [ A piece grown in steps ]); the last keeps the plain name, and its check is the
+# whole piece's: the one milestones use.
+
+STEP_NAMES = ("MultiProcessIterator, one worker", "MultiProcessIterator, several workers",
+              "MultiProcessIterator, in order", "MultiProcessIterator")
 
 
-def _schedule_hint(num_batches: int, num_workers: int, prefetch_factor: int) -> str:
-    in_flight = num_workers * prefetch_factor
-    if num_batches <= in_flight:
-        return (f"{prefetch_factor} x {num_workers} = {in_flight} tasks are sent by iter(), "
-                f"and the epoch has only {num_batches} batches: all are sent by iter() (None)")
-    return (f"iter() sends the first {prefetch_factor} x {num_workers} = {in_flight} batches; "
-            f"after that, batch k is sent when batch k - {in_flight} is handed out; workers "
-            f"take turns: batch k goes to worker k % {num_workers}")
-
-
-register(Exercise(
-    reference=solutions.dispatch_schedule,
-    cases=lambda: [Case({"num_batches": n, "num_workers": w, "prefetch_factor": p},
-                        hint=_schedule_hint(n, w, p))
-                   for n, w, p in [(10, 2, 2), (10, 1, 2), (10, 4, 1), (3, 2, 2), (12, 3, 2),
-                                   (0, 2, 2), (9, 2, 3), (5, 1, 1), (8, 4, 2)]],
-    hint="the worker is batch % num_workers; the trigger is None for the first "
-         "prefetch_factor * num_workers batches, then batch - prefetch_factor * num_workers",
-    forbidden=WORKER_PIECES,
-    expected_from="reference; the chapter traces torch's",
-    rules=(
-        Rule("round robin; the first `prefetch_factor × num_workers` sent by `iter()`, then batch *k* when *k − that* is handed out",
-             (1, 2, 3, 4, 5, 6, 7, 8, 9), note="short epochs: 4, 6, 9"),
-    ),
-    goals=(2,),
-))
-
-
-# ---------------------------------------------------------------------------------------
-# 3. Samples loaded before the loop takes a batch
-
-
-def _ahead_hint(n: int, b: int, workers: int, factor, drop_last: bool) -> str:
-    if workers == 0:
-        return "num_workers=0: nothing is loaded until next() asks for the first batch"
-    hint = (f"prefetch_factor counts batches per worker: iter() sends {factor} x {workers} = "
-            f"{factor * workers} batches of up to {b} samples")
-    full, leftover = divmod(n, b)
-    batches = full + (1 if leftover and not drop_last else 0)
-    if batches < factor * workers:
-        hint += f", but the epoch has only {batches} batch{'es' * (batches != 1)}"
-        if leftover:
-            hint += (f" (the last one, {leftover} samples, is dropped)" if drop_last
-                     else f" (the last one holds {leftover} samples)")
-    return hint
-
-
-AHEAD = [(64, 4, 2, 2, False), (64, 4, 2, 3, False), (10, 4, 2, 2, False), (10, 4, 2, 2, True),
-         (100, 32, 4, 2, False), (1000, 32, 0, None, False), (768, 32, 2, 2, False),
-         (5, 10, 1, 2, False), (5, 10, 1, 2, True), (50, 8, 3, 1, False), (0, 4, 2, 2, False)]
-
-register(Exercise(
-    reference=solutions.samples_loaded_ahead,
-    cases=lambda: [Case({"dataset_size": n, "batch_size": b, "num_workers": w,
-                         "prefetch_factor": p, "drop_last": d}, hint=_ahead_hint(n, b, w, p, d))
-                   for n, b, w, p, d in AHEAD],
-    hint="add up the sizes of the first prefetch_factor * num_workers batches of the epoch",
-    forbidden=WORKER_PIECES,
-    expected_from="reference; the chapter measures torch's",
-    rules=(
-        Rule("`prefetch_factor` batches per worker, of their real sizes",
-             (1, 2, 7, 10)),
-        Rule("short epochs, the last smaller batch, `drop_last`",
-             (3, 4, 5, 8, 9, 11)),
-        Rule("no workers: nothing",
-             (6,)),
-    ),
-    goals=(3,),
-))
-
-
-# ---------------------------------------------------------------------------------------
-# 4. The reorder buffer
-
-
-def _arrival_cases() -> list[Case]:
-    def case(order, hint, in_order=True):
-        arrivals = tuple((n, f"batch {n}") for n in order)
-        return Case({"arrivals": arrivals, "in_order": in_order}, hint=hint,
-                    description=f"batches arrive in the order {list(order)}, in_order={in_order}")
-
+def _one_worker_cases() -> list[Case]:
+    one = {"num_workers": 1}
     return [
-        case([0, 1, 2, 3], "already in order: yield each one as it arrives"),
-        case([1, 0, 2], "batch 1 arrives first: keep it until batch 0 is there, then yield "
-                        "both, 0 then 1"),
-        case([2, 1, 0, 3], "nothing can go out before batch 0; then 0, 1 and 2 go out at once"),
-        case([0, 3, 1, 2, 5, 4], "yield each batch as soon as its turn comes: 0 at once, 1 "
-                                 "when it arrives, then 2 together with the waiting 3"),
-        case([4, 3, 2, 1, 0], "all reversed: the buffer holds 4 batches before 0 arrives"),
-        case([], "no batch at all: yield nothing"),
-        case([2, 0, 1], "in_order=False: yield every batch the moment it arrives", in_order=False),
-        case([0], "one batch"),
+        iterator_case(("numbers", 10), {"batch_size": 3, **one},
+                      "start one process running your worker_loop, send it tasks (batch "
+                      "number, indices) and hand out what it sends back, in order; at the end, "
+                      "raise StopIteration and stop the worker (None on its index queue, then "
+                      "join it)"),
+        iterator_case(("numbers", 10), {"batch_size": 4, "shuffle": True, "generator": 1,
+                                        "drop_last": True, **one},
+                      "the tasks come from loader.batch_sampler, in its order; draw the base "
+                      "seed first, from loader.generator, as your SingleProcessIterator does"),
+        iterator_case(("numbers", 10), {"batch_size": 3, "shuffle": True, **one},
+                      "without a generator, the base seed is one int64 draw from the global "
+                      "generator, made when the iterator is made, before any index is taken"),
+        iterator_case(("numbers", 4), {"batch_size": None, **one},
+                      "batch_size=None: the loader has no batch_sampler; take the indices from "
+                      "loader.sampler, and tell worker_loop auto_collation=False"),
+        iterator_case(("numbers", 0), {"batch_size": 2, **one},
+                      "an empty dataset: nothing to send; the first next() raises "
+                      "StopIteration, and the worker is stopped"),
     ]
 
 
-def _use_reorder(implementation, case: Case) -> list:
-    """What the training loop sees: each batch, and how many arrivals had been read when it
-    came out (a buffer that waits for more than it needs is too late)."""
-    arrivals = case.inputs["arrivals"]
-    read = 0
-
-    def feed():
-        nonlocal read
-        for arrival in arrivals:
-            read += 1
-            yield arrival
-
-    limit = len(arrivals) + 10
-    seen = []
-    for batch in implementation(feed(), in_order=case.inputs["in_order"]):
-        if len(seen) == limit:
-            raise TooManyItems(limit)
-        seen.append({"batch": batch, "arrivals read": read})
-    return seen
-
-
 register(Exercise(
-    reference=solutions.reorder_batches,
-    cases=_arrival_cases,
-    run=_use_reorder,
-    hint=("keep a dict batch number -> batch and the number you must yield next; after each "
-          "arrival, yield from the dict while it holds that number"),
-    forbidden=WORKER_PIECES,
+    reference=step1.MultiProcessIterator,
+    name=STEP_NAMES[0],
+    oracle=TorchIterator,
+    cases=_one_worker_cases,
+    run=use_iterator,
+    hint="make the worker when the iterator is made; each next() hands out the batch that "
+         "comes back, and sends the next task; at the end, stop the worker",
+    forbidden=ITERATOR_PIECES,
+    time_limit=6.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator, with one worker",
     rules=(
-        # no arrival, nothing: part of this rule, for no plausible mistake yields something
-        # from nothing while getting the other cases right
-        Rule("in number order, each as soon as it can go (arrivals read are compared); no arrival, nothing",
-             (1, 2, 3, 4, 5, 6, 8)),
-        Rule("`in_order=False`: as they arrive",
-             (7,)),
+        Rule("one process running `worker_loop`; the batches handed out; `StopIteration` at the end, the worker stopped",
+             (1, 5)),
+        Rule("the tasks from the batch sampler, in its order",
+             (1, 2)),
+        Rule("the base seed drawn when the iterator is made, from the loader's generator or the global one",
+             (1, 2, 3), parity="one int64 draw, before the first index"),
+        Rule("`batch_size=None`: the sampler's indices, `auto_collation=False`",
+             (4,)),
     ),
-    goals=(4,),
+    goals=(2, 6),
 ))
 
 
-# ---------------------------------------------------------------------------------------
-# 5. The multi-process iterator (a piece of the learner's loader; chapters 7 to 10 grow it)
+def in_number_order(batches: list) -> list:
+    """An epoch's batches sorted by their samples, the processes that read them named again
+    in that order: what an iterator that hands batches out as they arrive must match."""
+    described = [b for b in batches if isinstance(b, tuple)]
+    others = [b for b in batches if not isinstance(b, tuple)]
+    names: dict[str, str] = {}
+    renamed = []
+    for indices, readers in sorted(described, key=lambda batch: batch[0]):
+        for reader in readers:
+            if reader.startswith("worker process") and reader not in names:
+                names[reader] = f"worker process {len(names) + 1}"
+        renamed.append((indices, sorted(names.get(reader, reader) for reader in readers)))
+    return renamed + others
+
+
+def _use_iterator_any_order(implementation, case: Case) -> dict:
+    """``use_iterator``, each epoch's batches compared as a collection (step 2 hands them
+    out as they arrive; torch's come in order)."""
+    seen = use_iterator(implementation, case)
+    return {key: in_number_order(value) if key.startswith("epoch ") else value
+            for key, value in seen.items()}
+
+
+def _several_workers_cases() -> list[Case]:
+    return [
+        iterator_case(("numbers", 10), {"batch_size": 3, "num_workers": 2},
+                      "start num_workers processes, and deal the tasks in turn: task k goes to "
+                      "worker k % num_workers (round robin); at the end, stop every worker"),
+        iterator_case(("numbers", 30), {"batch_size": 3, "num_workers": 2,
+                                        "prefetch_factor": 2},
+                      "making the iterator sends prefetch_factor * num_workers tasks (4 "
+                      "batches of 3: 12 samples read before the first next()); each batch "
+                      "handed out sends one more task, no more", watch=("prefetch",)),
+        iterator_case(("numbers", 30), {"batch_size": 2, "num_workers": 3,
+                                        "prefetch_factor": 1},
+                      "prefetch_factor counts batches per worker: 1 x 3 = 3 tasks are sent "
+                      "when the iterator is made (6 samples), then one per batch handed out",
+                      watch=("prefetch",)),
+        iterator_case(("numbers", 8, 0), {"batch_size": 2, "num_workers": 2},
+                      "batch 0 is slow: the others arrive first; in this step, hand each batch "
+                      "out as it arrives, every batch once, and stop when none is in flight"),
+        iterator_case(("numbers", 5), {"batch_size": 2, "num_workers": 3,
+                                       "prefetch_factor": 2},
+                      "a short epoch: 3 batches, fewer than prefetch_factor * num_workers; "
+                      "send what the sampler has, and stop when it is exhausted",
+                      watch=("prefetch",)),
+        iterator_case(("numbers", 0), {"batch_size": 2, "num_workers": 2},
+                      "an empty dataset: the first next() raises StopIteration, and every "
+                      "worker is stopped"),
+    ]
+
+
+register(Exercise(
+    reference=step2.MultiProcessIterator,
+    name=STEP_NAMES[1],
+    oracle=TorchIterator,
+    cases=_several_workers_cases,
+    run=_use_iterator_any_order,
+    hint="one index queue per worker and one result queue for all; send prefetch_factor * "
+         "num_workers tasks when the iterator is made, in turn, and one more per batch handed "
+         "out",
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator; the batches compared in any order",
+    rules=(
+        Rule("`num_workers` processes; task *k* to worker *k* mod `num_workers` (round robin)",
+             (1, 4)),
+        Rule("`prefetch_factor × num_workers` tasks sent when the iterator is made, one more per batch handed out",
+             (2, 3, 5)),
+        Rule("every batch handed out once, in any order; `StopIteration` when none is in flight, every worker stopped",
+             (1, 4, 5, 6)),
+    ),
+    goals=(2, 3, 6),
+))
+
+
+def _in_order_cases() -> list[Case]:
+    return [
+        iterator_case(("numbers", 10), {"batch_size": 3, "num_workers": 2},
+                      "hand the batches out in the sampler's order: keep a batch that arrives "
+                      "before its turn in a reorder buffer"),
+        iterator_case(("numbers", 8, 0), {"batch_size": 2, "num_workers": 2},
+                      "batch 0 is slow, and the batches after it arrive first: keep them in the "
+                      "reorder buffer, and hand everything out in order"),
+        iterator_case(("numbers", 8, None, None, (2, 3)), {"batch_size": 2, "num_workers": 2},
+                      "hand batch 0 out as soon as it arrives: do not wait for the results of "
+                      "other batches first", watch=("gate",)),
+        iterator_case(("numbers", 30, 0), {"batch_size": 3, "num_workers": 2,
+                                           "prefetch_factor": 2},
+                      "a batch waiting in the reorder buffer is still in flight: send one task "
+                      "per batch handed out, not per batch received (12 samples read before "
+                      "the first next(), 15 after it)", watch=("prefetch",)),
+        iterator_case(("numbers", 0), {"batch_size": 2, "num_workers": 2},
+                      "an empty dataset: the first next() raises StopIteration, and every "
+                      "worker is stopped"),
+    ]
+
+
+register(Exercise(
+    reference=step3.MultiProcessIterator,
+    name=STEP_NAMES[2],
+    oracle=TorchIterator,
+    cases=_in_order_cases,
+    run=use_iterator,
+    hint="remember which batch number is due next; a batch that arrives before its turn "
+         "waits in a dict until its number is due",
+    forbidden=ITERATOR_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch: its iterator",
+    rules=(
+        Rule("the batches in the sampler's order; early ones wait in the reorder buffer; `StopIteration` at the end",
+             (1, 2, 5)),
+        Rule("a batch is handed out as soon as its turn comes (samples of batch 1 wait for it)",
+             (3,)),
+        Rule("a batch in the buffer is still in flight: one task per batch handed out",
+             (4,)),
+    ),
+    goals=(4, 6),
+))
 
 
 def _iterator_cases() -> list[Case]:
@@ -276,17 +315,17 @@ def _iterator_cases() -> list[Case]:
                       "reorder buffer, and hand everything out in order"),
         iterator_case(("numbers", 30), {"batch_size": 3, "num_workers": 2,
                                         "prefetch_factor": 2},
-                      "__init__ sends prefetch_factor * num_workers tasks (4 batches of 3: 12 "
-                      "samples read before the first next()); each batch handed out sends one "
-                      "more task, no more", watch=("prefetch",)),
+                      "making the iterator sends prefetch_factor * num_workers tasks (4 batches "
+                      "of 3: 12 samples read before the first next()); each batch handed out "
+                      "sends one more task, no more", watch=("prefetch",)),
         iterator_case(numbers, {"batch_size": 4, "num_workers": 3, "shuffle": True,
                                 "generator": 1, "drop_last": True, "prefetch_factor": 1},
                       "the order is the batch sampler's: iterate loader.batch_sampler once per "
                       "epoch; draw the base seed first, from loader.generator, as in chapter 5"),
         iterator_case(numbers, {"batch_size": 3, "num_workers": 2, "shuffle": True},
                       "without a generator, the base seed is one int64 draw from the global "
-                      "generator (chapter 5's draw, with generator=None), made in __init__, "
-                      "before any index is taken from the sampler"),
+                      "generator (chapter 5's draw, with generator=None), made when the "
+                      "iterator is made, before any index is taken from the sampler"),
         iterator_case(("numbers", 4), {"batch_size": None, "num_workers": 2},
                       "batch_size=None: the loader has no batch_sampler; iterate its sampler, "
                       "and tell worker_loop auto_collation=False"),
@@ -300,7 +339,7 @@ def _iterator_cases() -> list[Case]:
                       watch=("unordered",)),
         iterator_case(("numbers", 16, None, 5), {"batch_size": 2, "num_workers": 2},
                       "a worker sends an exception in place of batch 2: raise it when batch 2's "
-                      "turn comes, after sending the next task, so that the epoch can go on"),
+                      "turn comes, so that the epoch can go on after it"),
         iterator_case(("numbers", 0), {"batch_size": 2, "num_workers": 2},
                       "an empty dataset: no task to send; the first next() raises StopIteration "
                       "and the workers are stopped"),
@@ -325,9 +364,9 @@ register(Exercise(
     oracle=TorchIterator,
     cases=_iterator_cases,
     run=use_iterator,
-    hint=("__init__: the index iterator and the base seed as in chapter 5, then the queues and "
-          "the workers, then prefetch_factor * num_workers tasks; __next__: the batch numbered "
-          "next, from the reorder buffer or the result queue"),
+    hint=("with in_order=False, hand out whatever arrives, and deal a task only to a worker "
+          "with room; a batch that is an exception is raised in its turn, after the next task "
+          "is sent"),
     forbidden=ITERATOR_PIECES,
     time_limit=9.0,  # 12 cases, each starting real worker processes
     piece="dataloader.MultiProcessIterator",
@@ -338,9 +377,9 @@ register(Exercise(
         # case 1 too: its workers race, and its batches often arrive out of order
         Rule("early batches wait in the reorder buffer",
              (1, 2)),
-        Rule("`prefetch_factor × num_workers` tasks from `__init__`, one more per batch handed out",
+        Rule("`prefetch_factor × num_workers` tasks when the iterator is made, one more per batch handed out",
              (3,)),
-        Rule("the batch sampler's order; the base seed drawn in `__init__`, from the loader's generator or the global one",
+        Rule("the batch sampler's order; the base seed drawn when the iterator is made, from the loader's generator or the global one",
              (4, 5)),
         Rule("`batch_size=None`: the sampler, `auto_collation=False`",
              (6,)),
@@ -348,14 +387,59 @@ register(Exercise(
              (7,)),
         Rule("`in_order=False`: as they arrive, each once",
              (8,)),
-        Rule("a worker's exception raised in its turn, after the next task is sent; the epoch goes on",
-             (9, 12)),
+        Rule("a worker's exception raised in its batch's turn; the epoch goes on",
+             (9,)),
         Rule("`in_order=False`: a task only to a worker with fewer than `prefetch_factor` tasks not yet handed out",
-             (11,)),
+             (11,), parity="which worker takes a task out of order"),
+        Rule("the next task sent before a worker's exception is raised",
+             (12,), parity="the task sent before the raise"),
     ),
-    goals=(2, 6),
+    goals=(2, 4, 6),
 ))
 
+
+# ---------------------------------------------------------------------------------------
+# The bookkeeping tables: after each next(), what torch's iterator has sent, which batch is
+# due, what waits in the buffer, what each worker has in flight (bookkeeping.py: torch's own
+# iterator, the arrivals scripted).
+
+_TABLE = "a list of tuples, one per row"
+
+register(Prediction(
+    "ch06-bookkeeping-one-worker", measure=bookkeeping.one_worker_table, prompt_text=_TABLE,
+    why="with one task ahead, making the iterator sends task 0; each next() hands out the "
+        "batch due and sends one more task while the sampler has one: (1, 0), (2, 1), (3, 2); "
+        "the last next() finds the sampler exhausted and sends nothing: (3, 3)",
+    goals=(2,),
+))
+
+register(Prediction(
+    "ch06-bookkeeping-round-robin", measure=bookkeeping.round_robin_table, prompt_text=_TABLE,
+    why="making the iterator sends 2 x 2 = 4 tasks in turn: worker 0 gets 0 and 2, worker 1 "
+        "gets 1 and 3; each next() hands one batch out, which leaves its worker's list, and "
+        "sends the next task to the next worker in turn (4 to worker 0, 5 to worker 1, 6 to "
+        "worker 0); after batch 6 the sampler is exhausted, and nothing more is sent",
+    goals=(2, 3),
+))
+
+register(Prediction(
+    "ch06-bookkeeping-reorder", measure=bookkeeping.reorder_table, prompt_text=_TABLE,
+    why="the first next() reads 1 and 3 into the buffer before 0 arrives, hands 0 out and "
+        "sends task 4; the second takes 1 from the buffer and sends task 5 (the last); the "
+        "third reads 2 and hands it out; the fourth takes 3 from the buffer; the fifth reads 5 "
+        "into the buffer, then 4, and hands 4 out",
+    goals=(4,),
+))
+
+register(Prediction(
+    "ch06-bookkeeping-out-of-order", measure=bookkeeping.out_of_order_table,
+    prompt_text=_TABLE,
+    why="with in_order=False each next() hands out whatever arrives first: 1, 3, 4, then 0. "
+        "Worker 0 keeps its two tasks (0 and 2) while it is held up on batch 0, so it has no "
+        "room: every new task (4, 5, 6) goes to worker 1; once 0 is handed out, worker 0 has "
+        "room again and takes task 7",
+    goals=(4,),
+))
 
 # ---------------------------------------------------------------------------------------
 # Check yourself
@@ -367,14 +451,6 @@ register(Choice(
         "c": "a thread starts far faster than a process (chapter 8 measures what a worker "
              "process costs to start)",
         "d": "workers do not use the GPU at all: they read and collate samples on the CPU",
-    }, goals=(1,)))
-
-register(Choice(
-    "ch06-more-workers", answer="c", why={
-        "a": "four workers can load four times as many batches per second, but the loop "
-             "cannot take them faster than one per training step",
-        "b": "50 / 20 would be the gain if the step waited for each batch to load; one "
-             "worker loads in parallel with the step, and already keeps up",
     }, goals=(1,)))
 
 
@@ -403,15 +479,6 @@ register(Prediction(
                  "waiting for next()"},
     goals=(3,),
 ))
-
-register(Choice(
-    "ch06-head-of-line", answer="b", why={
-        "a": "that is what in_order=False does; with in_order=True batch 1 must wait until "
-             "batch 0 has been handed out",
-        "c": "a batch that arrives early is kept, in the reorder buffer, not dropped",
-        "d": "batch 1 is loaded by another worker, at the same time as batch 0: it is ready "
-             "long before batch 0, and only waits for its turn",
-    }, goals=(4,)))
 
 register(Choice(
     "ch06-notebook-class", answer="c", why={

@@ -4,6 +4,11 @@ rule (``says``). See :class:`~minidataloader_course.checker.framework.Mutant`.""
 
 from minidataloader_course.checker.framework import mutant as m
 
+# the names of the iterator's first three steps (chapters/ch06/checks.py, STEP_NAMES)
+ONE = "MultiProcessIterator, one worker"
+SEVERAL = "MultiProcessIterator, several workers"
+IN_ORDER = "MultiProcessIterator, in order"
+
 MUTANTS = [
     m("worker_loop", "dies on a bad sample",
       [("        try:\n            batch = fetcher.fetch(indices)\n"
@@ -33,32 +38,57 @@ MUTANTS = [
       [("        result_queue.put((batch_number, batch))",
         "        result_queue.put((batch_number, batch))\n        index_queue.task_done()")],
       "must work in a worker process, with multiprocessing queues", breaks=4),
-    m("dispatch_schedule", "triggers one batch late",
-      [("batch - in_flight", "batch - in_flight + 1")],
-      "batch k is sent when batch k -", breaks=1),
-    m("dispatch_schedule", "sends prefetch_factor tasks in all, not per worker",
-      [("in_flight = prefetch_factor * num_workers", "in_flight = prefetch_factor")],
-      "2 x 2 = 4", breaks=1),
-    m("samples_loaded_ahead", "counts the last batch as full",
-      [("sizes.append(leftover)", "sizes.append(batch_size)")],
-      "the last one holds", breaks=2),
-    m("samples_loaded_ahead", "reads prefetch_factor as samples",
-      [("return sum(sizes[:prefetch_factor * num_workers])",
-        "return min(dataset_size, prefetch_factor * num_workers)")],
-      "prefetch_factor counts batches per worker", breaks=1),
-    m("samples_loaded_ahead", "lets the main process load a batch ahead",
-      [("return 0  # the main process", "return min(batch_size, dataset_size)  # the main process")],
-      "nothing is loaded until next()", breaks=3),
-    m("reorder_batches", "reads every arrival before yielding",
-      [("for number, batch in arrivals:", "for number, batch in sorted(arrivals):")],
-      "arrivals read", breaks=1),
-    m("reorder_batches", "ignores in_order=False",
-      [("        if not in_order:\n            yield batch  # whatever is ready goes out at once\n"
-        "            continue\n", "")],
-      "in_order=False", breaks=2),
-    m("reorder_batches", "yields at most one batch per arrival",
-      [("while next_number in waiting:", "if next_number in waiting:")],
-      "yield both", breaks=1),
+    # the iterator's steps (checks.STEP_NAMES), each mutated in its own assembled source
+    m(ONE, "leaves the worker running at the end of the epoch",
+      [("            self._shutdown()\n            raise StopIteration",
+        "            raise StopIteration")],
+      "stop the worker", breaks=1),
+    m(ONE, "cuts the sampler's indices into batches itself (drop_last forgotten)",
+      [("self.indices = iter(loader.batch_sampler if batched else loader.sampler)",
+        "order, size = list(loader.sampler), loader.batch_size or 1\n"
+        "        self.indices = iter([order[i:i + size] for i in range(0, len(order), size)]\n"
+        "                            if batched else order)")],
+      "loader.batch_sampler", breaks=2),
+    m(ONE, "draws the base seed from the global generator, whatever the loader's",
+      [("random_(\n            generator=loader.generator)", "random_()")],
+      "from loader.generator", breaks=3),
+    m(ONE, "tells the worker to collate, with batch_size=None too",
+      [("self.done_event, batched,", "self.done_event, True,")],
+      "auto_collation=False", breaks=4),
+    m(SEVERAL, "sends every task to worker 0",
+      [("        worker_id = next(self.turn)\n", "        worker_id = 0\n")],
+      "round robin", breaks=1),
+    m(SEVERAL, "sends prefetch_factor tasks in all, not per worker",
+      [("for _ in range(loader.prefetch_factor * self.num_workers):",
+        "for _ in range(loader.prefetch_factor):")],
+      "prefetch_factor * num_workers tasks", breaks=2),
+    m(SEVERAL, "sends no task when it hands a batch out",
+      [("        self._dispatch()  # one batch handed out, one more task sent\n", "")],
+      "one more task", breaks=2),
+    m(SEVERAL, "stops only the first worker",
+      [("        for index_queue in self.index_queues:\n            index_queue.put(None)\n",
+        "        self.index_queues[0].put(None)\n")],
+      "stop every worker", breaks=3),
+    m(IN_ORDER, "hands the batches out as they arrive",
+      [("            if number == self.next_number:\n", "            if True:\n")],
+      "in order", breaks=1),
+    m(IN_ORDER, "keeps one early batch aside, the last that came",
+      [("self.waiting[number] = data  # early", "self.waiting = {number: data}  # early")],
+      "reorder buffer", breaks=1),
+    m(IN_ORDER, "reads every result in flight before handing one out",
+      [("            number, data = self._get()\n"
+        "            if number == self.next_number:\n"
+        "                return self._hand_out(number, data)\n"
+        "            self.waiting[number] = data  # early: it waits in the reorder buffer\n",
+        "            for _ in range(self.sent - self.next_number - len(self.waiting)):\n"
+        "                number, data = self._get()\n"
+        "                self.waiting[number] = data\n")],
+      "as soon as it arrives", breaks=2),
+    m(IN_ORDER, "sends a task for every batch received, early ones included",
+      [("            self.waiting[number] = data  # early: it waits in the reorder buffer\n",
+        "            self.waiting[number] = data  # early: it waits in the reorder buffer\n"
+        "            self._dispatch()\n")],
+      "one task per batch handed out", breaks=3),
     m("MultiProcessIterator", "sends no task when it hands a batch out",
       [("        self._dispatch()  # one batch handed out, one more task sent\n", "")],
       "each batch handed out sends one more task", breaks=3),
@@ -103,7 +133,7 @@ MUTANTS = [
         "        if isinstance(data, Exception):  # a worker's error: raised in its batch's turn\n"
         "            raise data\n"
         "        self._dispatch()  # one batch handed out, one more task sent\n")],
-      "raise after sending it", breaks=8),
+      "raise after sending it", breaks=10),
     m("MultiProcessIterator", "leaves the workers running at the end of the epoch",
       [("                self._shutdown()\n                raise StopIteration",
         "                raise StopIteration")],

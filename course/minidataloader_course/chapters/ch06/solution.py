@@ -1,71 +1,26 @@
 """Chapter 6 (workers and queues): model solutions.
 
-``worker_loop`` and ``MultiProcessIterator`` are pieces of the learner's own loader: they use
-the names their files in ``myloader`` provide (the fetchers of chapter 5, ``torch``,
-``multiprocessing``, ``itertools``, and each other). Chapters 7 to 10 grow both.
+``worker_loop`` (in ``worker_loop.py``) and ``MultiProcessIterator`` are pieces of the
+learner's own loader: they use the names their files in ``myloader`` provide (the fetchers of
+chapter 5, ``torch``, ``multiprocessing``, ``itertools``, and each other). The iterator grows
+in four checked steps (``step1.py`` to ``step3.py``, then the class below, each a subclass of
+the step before); chapters 7 to 10 grow both pieces further.
 """
 
 import itertools
 import multiprocessing
 
 import torch
-from torch.utils.data import IterableDataset
 
-from minidataloader_course.chapters.ch05.solution import IterableFetcher, MapFetcher
+from minidataloader_course.chapters.ch06 import step3
+from minidataloader_course.chapters.ch06.worker_loop import worker_loop
 
-
-def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, collate_fn,
-                drop_last, base_seed, init_fn, worker_id, num_workers):
-    torch.set_num_threads(1)  # every worker a core at most: they share the machine
-    fetcher_class = IterableFetcher if isinstance(dataset, IterableDataset) else MapFetcher
-    fetcher = fetcher_class(dataset, auto_collation, collate_fn, drop_last)
-    while True:
-        task = index_queue.get()  # wait for the next task
-        if task is None:  # the sentinel: no more work
-            return
-        batch_number, indices = task
-        try:
-            batch = fetcher.fetch(indices)
-        except Exception as error:  # a bad sample must not kill the worker:
-            batch = error  # send the error back, and go on
-        result_queue.put((batch_number, batch))
+__all__ = ["MultiProcessIterator", "worker_loop"]
 
 
-def dispatch_schedule(num_batches, num_workers, prefetch_factor):
-    in_flight = prefetch_factor * num_workers  # sent by iter(loader)
-    schedule = []
-    for batch in range(num_batches):
-        worker = batch % num_workers  # round robin
-        trigger = None if batch < in_flight else batch - in_flight
-        schedule.append((worker, trigger))
-    return schedule
+class MultiProcessIterator(step3.MultiProcessIterator):
+    """Step 4 of 4: ``in_order=False``, and a worker's error raised in its batch's turn."""
 
-
-def samples_loaded_ahead(dataset_size, batch_size, num_workers, prefetch_factor=2,
-                         drop_last=False):
-    if num_workers == 0:
-        return 0  # the main process loads a batch only when next() asks for it
-    full_batches, leftover = divmod(dataset_size, batch_size)
-    sizes = [batch_size] * full_batches
-    if leftover and not drop_last:
-        sizes.append(leftover)
-    return sum(sizes[:prefetch_factor * num_workers])  # batches sent by iter()
-
-
-def reorder_batches(arrivals, in_order=True):
-    waiting = {}  # batch number -> batch, for those that came early
-    next_number = 0
-    for number, batch in arrivals:
-        if not in_order:
-            yield batch  # whatever is ready goes out at once
-            continue
-        waiting[number] = batch
-        while next_number in waiting:  # hand out all that is now in order
-            yield waiting.pop(next_number)
-            next_number += 1
-
-
-class MultiProcessIterator:
     def __init__(self, loader):
         self.loader = loader
         self.num_workers = loader.num_workers
@@ -97,12 +52,6 @@ class MultiProcessIterator:
         for _ in range(loader.prefetch_factor * self.num_workers):
             self._dispatch()
 
-    def __iter__(self):
-        return self
-
-    def __len__(self):
-        return len(self.loader)
-
     def _dispatch(self):
         try:
             indices = next(self.indices)
@@ -118,9 +67,6 @@ class MultiProcessIterator:
         self.worker_of[self.sent] = worker_id
         self.tasks[worker_id] += 1
         self.sent += 1
-
-    def _get(self):
-        return self.result_queue.get()
 
     def __next__(self):
         while True:
@@ -144,9 +90,3 @@ class MultiProcessIterator:
         if isinstance(data, Exception):  # a worker's error: raised in its batch's turn
             raise data
         return data
-
-    def _shutdown(self):
-        for index_queue in self.index_queues:
-            index_queue.put(None)
-        for worker in self.workers:
-            worker.join()

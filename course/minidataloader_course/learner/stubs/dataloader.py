@@ -72,13 +72,13 @@ class DataLoader:
 # >>> piece: MultiProcessIterator (chapter 6; chapters 7 to 10 grow it)
 class MultiProcessIterator:
     def __init__(self, loader):
-        raise NotImplementedError  # start the workers, fill the prefetch window
+        raise NotImplementedError  # start the worker(s), send the first task(s)
 
     def __iter__(self):
         raise NotImplementedError  # an iterator is its own iterator
 
     def __next__(self):
-        raise NotImplementedError  # the next batch in order, or StopIteration
+        raise NotImplementedError  # the next batch, or StopIteration (workers stopped)
 
     def __len__(self):
         raise NotImplementedError  # len(loader)
