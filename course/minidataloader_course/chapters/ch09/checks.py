@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import queue
 import threading
 import time
@@ -17,7 +16,6 @@ import warnings
 from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
-import torch.utils.data as tud
 
 from minidataloader_course.chapters.ch09 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
@@ -403,19 +401,6 @@ def no_accelerator():
             setattr(module, name, real)
 
 
-class TorchPinningIterator(TorchIterator):
-    """torch's iterator (see ``TorchIterator``), its loader given the loader's ``pin_memory``
-    too: torch decides what to do with it (TorchIterator passes on only the other parts)."""
-
-    def __init__(self, loader):
-        made = tud.DataLoader
-        tud.DataLoader = functools.partial(made, pin_memory=loader.pin_memory)
-        try:
-            super().__init__(loader)
-        finally:
-            tud.DataLoader = made
-
-
 def _use_pinning_iterator(implementation, case: Case) -> dict:
     if case.inputs.get("no accelerator"):
         with no_accelerator():
@@ -487,7 +472,7 @@ def _threads() -> set:
 register(Exercise(
     reference=solutions.MultiProcessIterator,
     name="MultiProcessIterator, pinned",
-    oracle=TorchPinningIterator,
+    oracle=TorchIterator,
     cases=_pin_iterator_cases,
     run=_use_pinning_iterator,
     hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
