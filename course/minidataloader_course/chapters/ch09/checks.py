@@ -17,6 +17,7 @@ from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
 
+from minidataloader_course.chapters.ch09 import copy_time
 from minidataloader_course.chapters.ch09 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
@@ -348,7 +349,7 @@ def _pin_iterator_cases() -> list[Case]:
         iterator_case(("numbers", 8), {"batch_size": 2, "num_workers": 2},
                       "with loader._pin_memory_fn set, start a thread running pin_loop from the "
                       "result queue to a queue.Queue of the main process, read the batches "
-                      "from that one, and stop the thread at the end (done_event, then join)",
+                      "from that one, and stop the thread at the end (its event, then join)",
                       pin=True),
         iterator_case(("numbers", 8, None, 5), {"batch_size": 2, "num_workers": 2},
                       "the exception a worker sends passes the pin thread unpinned, and is "
@@ -356,7 +357,7 @@ def _pin_iterator_cases() -> list[Case]:
         iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2,
                                        "persistent_workers": True},
                       "persistent workers: the acknowledgements come through the pin thread "
-                      "too, so _reset reads them from the pin thread's queue",
+                      "too, so a new epoch waits for them on the pin thread's queue",
                       pin=True, epochs=(None, 1, None)),
         iterator_case(("stream", 5), {"batch_size": 2, "num_workers": 2},
                       "a StreamEnded passes the pin thread as it is", watch=(), pin=True),
@@ -475,10 +476,10 @@ register(Exercise(
     oracle=TorchIterator,
     cases=_pin_iterator_cases,
     run=_use_pinning_iterator,
-    hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
-          "Tensor.pin_memory when loader.pin_memory and an accelerator); with a pin_fn, a "
-          "queue.Queue, a threading.Event and a thread running pin_loop; read batches from "
-          "self.data_queue everywhere"),
+    hint=("once the workers run, decide the pin function (the loader's _pin_memory_fn; else "
+          "pin_batch with Tensor.pin_memory when loader.pin_memory and an accelerator); with "
+          "one, a queue.Queue, a threading.Event and a thread running pin_loop, and every "
+          "read of a result from that queue; stop the thread before the workers"),
     forbidden=ITERATOR_PIECES + PIN_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
@@ -490,9 +491,10 @@ register(Exercise(
              (2, 3, 4)),
         Rule("no pin function: no thread",
              (5,)),
-        Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`, no thread, "
-             "the batches unpinned",
+        Rule("`pin_memory=True` without an accelerator: no thread, the batches unpinned",
              (6,)),
+        Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`",
+             (6,), parity="torch's warning"),
     ),
     goals=(6,),
 ))
@@ -580,3 +582,11 @@ register(Choice(
              "CUDA context of its own); the error is about forked copies",
         "d": "the training loop runs in the main process, where CUDA works",
     }, goals=(5,)))
+
+
+register(copy_time.CopyTimePrediction(
+    "ch09-copy-time", measure=copy_time.copy_ms_here,
+    prompt_text="a number of milliseconds",
+    why="the copy takes the batch's bytes over the bandwidth: 256 x 3 x 224 x 224 float32 "
+        "values are 154,140,672 bytes; in milliseconds",
+    goals=(5,)))

@@ -91,7 +91,7 @@ MUTANTS = [
     m("MultiProcessIterator, pinned", "yields the batches unpinned without a word",
       [("            else:  # as torch: say so, and yield the batches unpinned\n"
         "                warnings.warn(", "            elif False:\n                warnings.warn(")],
-      "a UserWarning that names 'pin_memory'", breaks=4),
+      "a UserWarning that names 'pin_memory'", breaks=5),
     m("MultiProcessIterator, pinned", "reads the acknowledgements from the result queue",
       [("            resume_workers(self.index_queues, self.data_queue, self.workers)\n",
         "            resume_workers(self.index_queues, self.result_queue, self.workers)\n")],
