@@ -25,7 +25,9 @@ A chapter says what its workbook holds; nothing is written twice:
   empty in the chapter and filled here from the shipped stub file
   (``course/minidataloader_course/learner/stubs/<module>.py``), or, when an earlier chapter already
   asked for that piece, becomes ``%piece <module>.<Name>``: the learner's current version is
-  loaded into the cell to be grown.
+  loaded into the cell to be grown. A piece grown in steps (NOTE [ A piece grown in steps ]
+  in ``learner/package.py``) has one such cell per step, in order: the k-th cell of a piece
+  in a chapter is its k-th step, checked with ``check(<Name>, name=<the step's name>)``.
 
 A workbook stands alone: what its text points at, it holds. A backticked name "above" (or
 "below") is defined by a code cell before (after) it (``def``, ``class``, an assignment, an
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import difflib
 import functools
 import pathlib
@@ -329,44 +332,111 @@ def piece_stub(piece: str, where: str) -> str:
         raise ChapterError(f"{where}: {error.args[0]}") from None
 
 
-def piece_exercise(piece: str, chapter: str, where: str):
-    """The exercise of this chapter that asks for ``piece``, and whether an earlier chapter
-    asked for it already (then the learner grows their own version)."""
-    from minidataloader_course.catalog import exercises
+def piece_exercise(piece: str, chapter: str, where: str, step: int = 1):
+    """The exercise of this chapter that asks for ``piece`` in its ``step``-th ``%%piece``
+    cell (the chapter's only one, or its step-th step), and whether the learner already has
+    a version of it to grow (an earlier chapter asked for it, or an earlier step)."""
+    from minidataloader_course.learner import piece_exercises
 
-    asking = [e for e in exercises().values() if e.piece == piece]
+    try:
+        asking = piece_exercises().get(piece, [])
+    except ValueError as error:  # steps that do not chain
+        raise ChapterError(f"{where}: {error}") from None
     here = [e for e in asking if e.chapter == chapter]
-    if len(here) != 1:
-        raise ChapterError(f"{where}: {len(here)} exercises of {chapter} have piece={piece!r}; "
-                           f"register exactly one (Exercise(piece=...))")
-    earlier = any(e.chapter < chapter for e in asking)
-    return here[0], earlier
+    if not here:
+        raise ChapterError(f"{where}: no exercise of {chapter} has piece={piece!r}; register "
+                           f"one (Exercise(piece=...)), or one per step")
+    if step > len(here):
+        raise ChapterError(f"{where}: this is {chapter}'s %%piece cell number {step} for "
+                           f"{piece!r}, and {len(here)} exercise(s) of {chapter} ask for it: "
+                           f"register one per step, in the chapter's order (NOTE [ A piece "
+                           f"grown in steps ])")
+    earlier = step > 1 or any(e.chapter < chapter for e in asking)
+    return here[step - 1], earlier
 
 
-def _stub_cells(cell, chapter: str, where: str, statement: str) -> list:
-    """The stub cell as the workbook gets it, and its check cell."""
+def _steps_before(path: pathlib.Path) -> collections.Counter:
+    """For each piece, its ``%%piece`` cells in the pages of the same chapter before this one
+    (chapter 10 has two pages): the steps already asked for."""
+    import jupytext
+
+    try:
+        pages = chapter_pages(chapter_number(path), path.parent.parent)
+    except (ChapterError, OSError):
+        return collections.Counter()  # a page outside a table of contents: on its own
+    names = [page.name for page in pages]
+    counted: collections.Counter = collections.Counter()
+    for page in pages[:names.index(path.name)] if path.name in names else []:
+        for cell in jupytext.read(page).cells:
+            if "exercise" in _tags(cell):
+                piece = _PIECE.match(cell.source.split("\n", 1)[0])
+                if piece:
+                    counted[piece.group("piece")] += 1
+    return counted
+
+
+def _is_last_page(path: pathlib.Path) -> bool:
+    try:
+        return chapter_pages(chapter_number(path), path.parent.parent)[-1].name == path.name
+    except (ChapterError, OSError):
+        return True
+
+
+def check_steps_asked(path: pathlib.Path, asked: collections.Counter) -> None:
+    """After a chapter's last page: every step registered for a piece has its cell."""
+    if not _is_last_page(path):
+        return
+    from minidataloader_course.learner import piece_steps
+
+    tag = f"ch{chapter_number(path):02d}"
+    for piece, cells in asked.items():
+        steps = piece_steps(piece, tag)
+        if cells != len(steps):
+            raise ChapterError(f"{path.name}: {tag} has {cells} %%piece cell(s) for {piece!r}, "
+                               f"and {len(steps)} exercises ask for it "
+                               f"({', '.join(e.name for e in steps)}): one cell per step")
+
+
+def stub_exercise(cell, chapter: str, where: str, asked: collections.Counter):
+    """The exercise a stub cell answers, and whether the learner grows a version they have;
+    ``asked`` counts the ``%%piece`` cells of each piece so far in the chapter (updated)."""
     from minidataloader_course.catalog import exercises
 
+    piece = _PIECE.match(cell.source.split("\n", 1)[0])
+    if piece:
+        asked[piece.group("piece")] += 1
+        return piece_exercise(piece.group("piece"), chapter, where, asked[piece.group("piece")])
+    name = defined_name(cell.source, where)
+    exercise = exercises().get(name)
+    if exercise is None or exercise.chapter != chapter:
+        raise ChapterError(f"{where}: the stub defines {name!r}, which is no exercise of "
+                           f"{chapter}")
+    return exercise, False
+
+
+def _stub_cells(cell, chapter: str, where: str, statement: str,
+                asked: collections.Counter) -> list:
+    """The stub cell as the workbook gets it, and its check cell."""
     first, _, body = cell.source.partition("\n")
     piece = _PIECE.match(first)
+    if piece and body.strip():
+        raise ChapterError(f"{where}: leave the body of a %%piece cell empty: it comes from "
+                           f"the stub file")
+    exercise, earlier = stub_exercise(cell, chapter, where, asked)
     if piece:
-        if body.strip():
-            raise ChapterError(f"{where}: leave the body of a %%piece cell empty: it comes from "
-                               f"the stub file")
-        exercise, earlier = piece_exercise(piece.group("piece"), chapter, where)
         if earlier:
             source = f"%piece {piece.group('piece')}"
         else:
             source = f"%%piece {piece.group('piece')}\n{piece_stub(piece.group('piece'), where)}"
         metadata = {"piece": piece.group("piece")}
         name = piece.group("piece").split(".")[1]
+        from minidataloader_course.learner import piece_steps
+
+        if len(piece_steps(piece.group("piece"), chapter)) > 1:
+            metadata["exercise"] = exercise.name  # which step this cell is
     else:
         source = cell.source
-        name = defined_name(source, where)
-        exercise = exercises().get(name)
-        if exercise is None or exercise.chapter != chapter:
-            raise ChapterError(f"{where}: the stub defines {name!r}, which is no exercise of "
-                               f"{chapter}")
+        name = exercise.name
         metadata = {}
     if "raise NotImplementedError" not in source and not source.startswith("%piece "):
         raise ChapterError(f"{where}: a stub raises NotImplementedError")
@@ -647,9 +717,8 @@ def exercise_contexts(path: pathlib.Path) -> list[tuple[str, ExerciseText, set[s
     chapters asked the learner's package to define)."""
     import jupytext
 
-    from minidataloader_course.catalog import exercises
-
     preamble, sections = read_sections(jupytext.read(path), path)
+    tag, asked = f"ch{path.name[:2]}", _steps_before(path)
     known: set[str] = set(stub_names())
     for earlier in chapters(path.parent.parent):
         if chapter_number(earlier) < chapter_number(path):
@@ -673,11 +742,7 @@ def exercise_contexts(path: pathlib.Path) -> list[tuple[str, ExerciseText, set[s
         known.update(text_names(section.exercise.statement))
         stub = next(cell for _, cell in section.cells if "exercise" in _tags(cell))
         add(stub)
-        piece = _PIECE.match(stub.source.split("\n", 1)[0])
-        if piece:
-            name = piece_exercise(piece.group("piece"), f"ch{path.name[:2]}", path.name)[0].name
-        else:
-            name = exercises()[defined_name(stub.source, path.name)].name
+        name = stub_exercise(stub, tag, path.name, asked)[0].name
         found.append((name, section.exercise, set(known)))
         for _, cell in section.cells:
             add(cell)
@@ -806,7 +871,7 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
     cells = [_markdown(_intro(number, chapter_title(chapter, path), path.stem, pieces,
                               milestone, asks)), _code(install_cell())]
     cells += [_workbook_copy(cell, where) for where, cell in preamble]
-    k = 0
+    k, asked = 0, _steps_before(path)
     for section in sections:
         if section.question is not None:
             cells += _question_cells(section.question, tag, path.name)
@@ -824,9 +889,10 @@ def build_workbook(path: pathlib.Path, text: str | None = None):
                                f"cells; it needs exactly one (a workbook cell tagged 'exercise')")
         for where, cell in section.cells:
             if "exercise" in _tags(cell):
-                cells += _stub_cells(cell, tag, where, exercise.statement)
+                cells += _stub_cells(cell, tag, where, exercise.statement, asked)
             else:
                 cells.append(_workbook_copy(cell, where))
+    check_steps_asked(path, asked)
     check_pointers(cells, path.name)
     for index, cell in enumerate(cells):
         cell["id"] = f"{tag}-{index:02d}"

@@ -22,6 +22,7 @@ from minidataloader_course.learner.package import (
     import_package,
     package_regions,
     piece_exercises,
+    piece_steps,
     reference_source,
     region_text,
     replace_region,
@@ -43,4 +44,4 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
-__all__ = ['EDITED', 'STUB', 'WRITTEN', 'backup', 'backup_package', 'BACKUPS', 'digest', 'ensure_package', 'fill_with_solutions', 'find_package', 'find_regions', 'import_package', 'PACKAGE', 'package_regions', 'piece_exercises', 'PieceConflict', 'reference_source', 'Region', 'region_text', 'replace_region', 'reset', 'split_piece', 'STATE_FILE', 'status', 'stub_files', 'stub_region', 'stub_regions', 'STUBS', 'write_piece', "load_ipython_extension"]
+__all__ = ['EDITED', 'STUB', 'WRITTEN', 'backup', 'backup_package', 'BACKUPS', 'digest', 'ensure_package', 'fill_with_solutions', 'find_package', 'find_regions', 'import_package', 'PACKAGE', 'package_regions', 'piece_exercises', 'piece_steps', 'PieceConflict', 'reference_source', 'Region', 'region_text', 'replace_region', 'reset', 'split_piece', 'STATE_FILE', 'status', 'stub_files', 'stub_region', 'stub_regions', 'STUBS', 'write_piece', "load_ipython_extension"]

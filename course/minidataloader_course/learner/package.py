@@ -29,9 +29,25 @@ work is never overwritten without asking:
 - When the book gains a piece, ``ensure_package`` appends its stub to the learner's file;
   nothing else in the file changes.
 
-Solutions have one source, each chapter's ``solution.py``: an exercise with
-``piece="sampler.RandomSampler"`` names the region, and ``fill_with_solutions`` writes the
-source of its reference there (tests use it to make "a learner who finished chapter N").
+Solutions have one source, each chapter's ``solution.py`` (and, for a piece grown in steps,
+its step modules): an exercise with ``piece="sampler.RandomSampler"`` names the region, and
+``fill_with_solutions`` writes the source of its reference there (tests use it to make "a
+learner who finished chapter N", or "... who finished step k of chapter N").
+
+NOTE [ A piece grown in steps ]
+One chapter may ask for a piece in several checked steps: the iterator of chapter 6 first
+runs one worker, then several, then reorders, then ... Each step is an exercise of its own,
+registered in the chapter's order, with the same ``piece=`` and a name of its own
+(``name="MultiProcessIterator, one worker"``; the last step may keep the plain name), its
+own cases, rules and mutants. For a class, each step's reference subclasses the step before
+it, under the same name, holding only what changes (NOTE [ A class grown over chapters ]
+then gives the learner's file one class); the steps may live in modules of their own in the
+chapter's folder. In the chapter, each step's exercise has its own ``%%piece`` stub cell: the
+k-th such cell of a piece is its k-th step (``piece_steps``). The workbook makes the first a
+stub and the others ``%piece`` cells that load the learner's version to grow, each followed
+by ``check(<Name>, name=<the step's name>)``. A piece's exercises are ordered by chapter,
+then by registration (``piece_exercises``): "the latest" is the last step of the latest
+chapter, which milestones check and ``fill_with_solutions(package, N)`` writes.
 """
 
 from __future__ import annotations
@@ -332,14 +348,38 @@ def reset(package: pathlib.Path, pieces: list[str] | None = None) -> pathlib.Pat
 
 
 def piece_exercises() -> dict[str, list]:
-    """The exercises that ask for each piece, in chapter order."""
+    """The exercises that ask for each piece, in chapter order, and within a chapter in the
+    order they are registered: a piece's steps in their order (NOTE [ A piece grown in
+    steps ])."""
     from minidataloader_course.catalog import exercises
 
     found: dict[str, list] = {}
-    for exercise in sorted(exercises().values(), key=lambda e: e.chapter):
+    for exercise in sorted(exercises().values(), key=lambda e: e.chapter):  # a stable sort
         if exercise.piece:
             found.setdefault(exercise.piece, []).append(exercise)
+    for asking in found.values():
+        _check_steps(asking)
     return found
+
+
+def piece_steps(piece: str, chapter: str) -> list:
+    """The exercises of ``chapter`` (``"ch06"``) that ask for ``piece``, in order: one, or the
+    steps the piece grows in there."""
+    return [e for e in piece_exercises().get(piece, []) if e.chapter == chapter]
+
+
+def _check_steps(asking: list) -> None:
+    """A class piece's steps in one chapter: each step's reference subclasses the one before
+    it, under the same name (else the learner's one class could not be assembled)."""
+    for before, after in zip(asking, asking[1:]):
+        if before.chapter != after.chapter or not isinstance(after.reference, type):
+            continue
+        if not (after.reference.__bases__[:1] == (before.reference,)
+                and after.reference.__name__ == before.reference.__name__):
+            raise ValueError(
+                f"{after.piece}: the step {after.name!r} follows {before.name!r} in "
+                f"{after.chapter}, so its reference must be a class of the same name that "
+                f"subclasses that step's (NOTE [ A piece grown in steps ])")
 
 
 def reference_source(exercise) -> str:
@@ -356,7 +396,8 @@ def reference_source(exercise) -> str:
 # NOTE [ A class grown over chapters ]
 # A class piece that a later chapter grows (the iterator, the DataLoader) is written there as
 # a subclass of the earlier chapter's reference, with the same name, holding only the methods
-# that change: the book shows what changed, and nothing is written twice. The learner's file
+# that change: the book shows what changed, and nothing is written twice. The steps of one
+# chapter grow a class the same way (NOTE [ A piece grown in steps ]). The learner's file
 # holds one class, so its source is assembled: the first version's header, then every method
 # in the first version's order, each as the latest version writes it; a method a later
 # version adds follows the method defined before it there.
@@ -395,14 +436,30 @@ def _grown_class_source(cls: type) -> str:
     return f"class {cls.__name__}{f'({bases})' if bases else ''}:\n{body}"
 
 
-def fill_with_solutions(package: pathlib.Path, chapter: int = 99) -> list[str]:
+def fill_with_solutions(package: pathlib.Path, chapter: int = 99,
+                        through: str | None = None) -> list[str]:
     """Write the reference of every piece asked for up to ``chapter`` (the latest version
-    of a piece that several chapters grow): the package of a learner who finished that
-    chapter. Returns the pieces written."""
+    of a piece that several chapters, or steps, grow): the package of a learner who finished
+    that chapter. With ``through``, an exercise's name: the package of a learner who finished
+    the chapters before its chapter, then its chapter's exercises up to and including that
+    one (in the order they are registered, the chapter's); for a step, the piece holds that
+    step (``chapter`` is then ignored). Pieces not yet asked for keep what they hold (in a
+    new package, the stub). Returns the pieces written."""
     ensure_package(package)
+    done_here: set[str] = set()
+    if through is not None:
+        from minidataloader_course.catalog import exercises
+
+        known = exercises()
+        if through not in known:
+            raise KeyError(f"there is no exercise called {through!r}")
+        chapter = int(known[through].chapter[2:])
+        in_chapter = [name for name, e in known.items() if e.chapter == known[through].chapter]
+        done_here = set(in_chapter[:in_chapter.index(through) + 1])
     written = []
     for piece, asking in piece_exercises().items():
-        done = [e for e in asking if int(e.chapter[2:]) <= chapter]
+        done = [e for e in asking if int(e.chapter[2:]) < chapter or (
+            int(e.chapter[2:]) == chapter and (through is None or e.name in done_here))]
         if done:
             write_piece(package, piece, reference_source(done[-1]), force=True)
             written.append(piece)

@@ -17,7 +17,6 @@ import inspect
 import pathlib
 import re
 
-import jupytext
 import pytest
 
 from minidataloader_course import exercises
@@ -39,22 +38,9 @@ def chapter(number: int) -> list[pathlib.Path]:
 
 
 def exercise_sections(path: pathlib.Path) -> list[tuple[str, workbooks.ExerciseText]]:
-    """(exercise name, its text) for every exercise of a chapter, found from its stub."""
-    tag = f"ch{path.name[:2]}"
-    _, sections = workbooks.read_sections(jupytext.read(path), path)
-    found = []
-    for section in sections:
-        if section.exercise is None:
-            continue
-        stub = next(cell for _, cell in section.cells if "exercise" in cell.metadata.get(
-            "tags", []))
-        piece = workbooks._PIECE.match(stub.source.split("\n", 1)[0])
-        if piece:
-            exercise, _ = workbooks.piece_exercise(piece.group("piece"), tag, path.name)
-        else:
-            exercise = exercises()[workbooks.defined_name(stub.source, path.name)]
-        found.append((exercise.name, section.exercise))
-    return found
+    """(exercise name, its text) for every exercise of a chapter, found from its stub (the
+    steps of a piece, each its own exercise, included)."""
+    return [(name, text) for name, text, _ in workbooks.exercise_contexts(path)]
 
 
 FINISHED_EXERCISES = [(number, name, text) for number in FINISHED
