@@ -39,7 +39,7 @@ def test_inside_no_accelerator_torch_warns_and_pins_nothing_and_afterwards_all_i
 
 
 def _case_without_accelerator():
-    cases = [case for case in checks._pin_iterator_cases() if case.inputs.get("no accelerator")]
+    cases = [case for case in checks._pinned_iterator_cases() if case.inputs.get("no accelerator")]
     assert len(cases) == 1
     return cases[0]
 

@@ -17,7 +17,7 @@ from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
 
-from minidataloader_course.chapters.ch09 import copy_time
+from minidataloader_course.chapters.ch09 import copy_time, pin_thread
 from minidataloader_course.chapters.ch09 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
@@ -344,7 +344,7 @@ register(Exercise(
 # 5. The iterator, grown: a pin thread between the workers and the training loop
 
 
-def _pin_iterator_cases() -> list[Case]:
+def _pin_thread_cases() -> list[Case]:
     return [
         iterator_case(("numbers", 8), {"batch_size": 2, "num_workers": 2},
                       "with loader._pin_memory_fn set, start a thread running pin_loop from the "
@@ -365,6 +365,14 @@ def _pin_iterator_cases() -> list[Case]:
                       "without a pin function (and pin_memory=False, or no accelerator), no "
                       "thread, not even one that passes the batches on as they are: read the "
                       "result queue as before"),
+    ]
+
+
+def _pinned_iterator_cases() -> list[Case]:
+    with_hook, _, _, _, without = _pin_thread_cases()
+    return [
+        with_hook,
+        without,
         _without_accelerator(iterator_case(
             ("numbers", 6), {"batch_size": 2, "num_workers": 2, "pin_memory": True},
             "pin_memory=True, no _pin_memory_fn, and no accelerator (torch.cuda.is_available() "
@@ -470,16 +478,17 @@ def _threads() -> set:
     return {t for t in threading.enumerate() if not t.name.startswith("QueueFeederThread")}
 
 
+ITERATOR_HINT = ("once the workers run, decide the pin function; with one, a queue.Queue, a "
+                 "threading.Event and a thread running pin_loop, and every read of a result "
+                 "from that queue; stop the thread before the workers")
+
 register(Exercise(
-    reference=solutions.MultiProcessIterator,
-    name="MultiProcessIterator, pinned",
+    reference=pin_thread.MultiProcessIterator,
+    name="MultiProcessIterator, pin thread",
     oracle=TorchIterator,
-    cases=_pin_iterator_cases,
+    cases=_pin_thread_cases,
     run=_use_pinning_iterator,
-    hint=("once the workers run, decide the pin function (the loader's _pin_memory_fn; else "
-          "pin_batch with Tensor.pin_memory when loader.pin_memory and an accelerator); with "
-          "one, a queue.Queue, a threading.Event and a thread running pin_loop, and every "
-          "read of a result from that queue; stop the thread before the workers"),
+    hint=ITERATOR_HINT,
     forbidden=ITERATOR_PIECES + PIN_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
@@ -491,10 +500,30 @@ register(Exercise(
              (2, 3, 4)),
         Rule("no pin function: no thread",
              (5,)),
+    ),
+    goals=(2, 6),
+))
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, pinned",
+    oracle=TorchIterator,
+    cases=_pinned_iterator_cases,
+    run=_use_pinning_iterator,
+    hint=("the loader's _pin_memory_fn if it has one; else, with loader.pin_memory, pin_batch "
+          "with Tensor.pin_memory where there is an accelerator, and a UserWarning (and "
+          "nothing to pin) where there is none"),
+    forbidden=ITERATOR_PIECES + PIN_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch's iterator, each batch through the `_pin_memory_fn`",
+    rules=(
+        Rule("the hook still wins: a pin thread for `loader._pin_memory_fn`; no pin function, no thread",
+             (1, 2)),
         Rule("`pin_memory=True` without an accelerator: no thread, the batches unpinned",
-             (6,)),
+             (3,)),
         Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`",
-             (6,), parity="torch's warning"),
+             (3,), parity="torch's warning"),
     ),
     goals=(6,),
 ))
