@@ -95,6 +95,10 @@ class CopyTimePrediction(Prediction):
     def right_answer(self):
         return super().right_answer()[0]
 
+    def book_answer(self) -> float:
+        """What the chapter's Answer gives: the model's value (on a GPU the check measures)."""
+        return round(modelled_copy_ms(), 2)
+
     def judge(self, answer) -> Verdict:
         if answer is None:
             return super().judge(None)
