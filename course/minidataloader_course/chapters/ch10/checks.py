@@ -161,11 +161,35 @@ def _end_all(workers) -> None:
         worker.join(5)
 
 
+class DiesAsRead:
+    """A result whose sender dies as it is read, as a batch of shared tensors does when its
+    worker is killed before the main process has taken the memory over: reading it waits
+    (at most 2 s) until the sender is gone, then fails with ConnectionResetError."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def __reduce__(self):
+        return _read_after_death, (self.pid,)
+
+
+def _read_after_death(pid: int):
+    deadline = time.monotonic() + 2.0
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    raise ConnectionResetError(104, "Connection reset by peer")
+
+
 def _watched_worker(worker_id, result_queue, behaviour) -> None:
     """A worker of the watchdog exercise: after 0.1 s it answers, dies or goes on sleeping."""
     time.sleep(0.1)
     if behaviour == "answers":
         result_queue.put((worker_id, f"a batch from worker {worker_id}"))
+    elif behaviour == "dies as read":
+        result_queue.put((worker_id, DiesAsRead(os.getpid())))
+        result_queue.close()
+        result_queue.join_thread()  # sent: now die, as it is read
+        os.kill(os.getpid(), signal.SIGKILL)
     elif behaviour == "killed":
         os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
     elif behaviour == "exits":
@@ -173,7 +197,7 @@ def _watched_worker(worker_id, result_queue, behaviour) -> None:
     time.sleep(60)  # alive, busy with something else
 
 
-_DEATH = {"killed": "SIGKILL", "exits": "exit code 3"}
+_DEATH = {"killed": "SIGKILL", "exits": "exit code 3", "dies as read": "SIGKILL"}
 
 
 def _watchdog_cases() -> list[Case]:
@@ -197,6 +221,10 @@ def _watchdog_cases() -> list[Case]:
         case(("sleeps", "sleeps"), 0.3,
              "nothing arrives and every worker is alive: after `timeout` seconds raise "
              "RuntimeError saying it timed out"),
+        case(("dies as read", "sleeps"), 3.0,
+             "worker 0's result cannot be read (ConnectionResetError) because worker 0 died "
+             "as it was read: when reading fails, look at the workers too; a dead one is "
+             "reported as any dead worker is, with its pid and how it ended"),
     ]
 
 
@@ -250,6 +278,8 @@ register(Exercise(
              (2, 3)),
         Rule("nothing within `timeout`: `RuntimeError` saying \"timed out\"",
              (4,)),
+        Rule("a result that cannot be read because its worker died: that death's `RuntimeError`",
+             (5,)),
     ),
     goals=(2, 3, 6),
 ))

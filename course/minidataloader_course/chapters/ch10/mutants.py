@@ -18,6 +18,11 @@ MUTANTS = [
     m("rebuild_exception", "builds the type without the message",
       [("        return exc_type(message)\n", "        return exc_type()\n")],
       "takes one message", breaks=1),
+    m("get_result", "lets a failed read escape, though its worker died",
+      [("        except Exception:  # a result whose worker died as it was read: who died?\n"
+        "            if all(worker.is_alive() for worker in workers):\n"
+        "                raise\n", "")],
+      "look at the workers too", breaks=4),
     m("get_result", "gives the data without its batch number",
       [("return result_queue.get(timeout=0.1)", "return result_queue.get(timeout=0.1)[1]")],
       "return it", breaks=1),

@@ -34,6 +34,9 @@ def get_result(result_queue, workers, timeout):
             return result_queue.get(timeout=0.1)  # short: check on the workers often
         except queue.Empty:
             pass
+        except Exception:  # a result whose worker died as it was read: who died?
+            if all(worker.is_alive() for worker in workers):
+                raise
         for worker_id, worker in enumerate(workers):
             if not worker.is_alive():
                 code = worker.exitcode
