@@ -163,8 +163,9 @@ def _end_all(workers) -> None:
 
 class DiesAsRead:
     """A result whose sender dies as it is read, as a batch of shared tensors does when its
-    worker is killed before the main process has taken the memory over: reading it waits
-    (at most 2 s) until the sender is gone, then fails with ConnectionResetError."""
+    worker is killed before the main process has taken the memory over: reading it kills
+    the sender (SIGKILL), waits until it is gone, then fails with ConnectionResetError. The
+    reader kills it, so that the death comes before the failure, however busy the machine."""
 
     def __init__(self, pid: int):
         self.pid = pid
@@ -174,9 +175,13 @@ class DiesAsRead:
 
 
 def _read_after_death(pid: int):
-    deadline = time.monotonic() + 2.0
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)  # as the out-of-memory killer would, right now
+    deadline = time.monotonic() + 5.0
+    # until its parent (this process) can see it ended: all its threads gone, not only its
+    # main one (/proc says "zombie" earlier); WNOWAIT leaves it to its Process to reap
+    while time.monotonic() < deadline and os.waitid(
+            os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        time.sleep(0.005)
     raise ConnectionResetError(104, "Connection reset by peer")
 
 
@@ -185,11 +190,8 @@ def _watched_worker(worker_id, result_queue, behaviour) -> None:
     time.sleep(0.1)
     if behaviour == "answers":
         result_queue.put((worker_id, f"a batch from worker {worker_id}"))
-    elif behaviour == "dies as read":
+    elif behaviour == "dies as read":  # the reader kills it (see DiesAsRead)
         result_queue.put((worker_id, DiesAsRead(os.getpid())))
-        result_queue.close()
-        result_queue.join_thread()  # sent: now die, as it is read
-        os.kill(os.getpid(), signal.SIGKILL)
     elif behaviour == "killed":
         os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
     elif behaviour == "exits":

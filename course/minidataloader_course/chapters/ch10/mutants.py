@@ -19,7 +19,8 @@ MUTANTS = [
       [("        return exc_type(message)\n", "        return exc_type()\n")],
       "takes one message", breaks=1),
     m("get_result", "lets a failed read escape, though its worker died",
-      [("        except Exception:  # a result whose worker died as it was read: who died?\n"
+      [("        except Exception:  # a result that cannot be read: did its worker die as it was read?\n"
+        "            time.sleep(0.1)  # (a process takes a moment to be seen dead once it is killed)\n"
         "            if all(worker.is_alive() for worker in workers):\n"
         "                raise\n", "")],
       "look at the workers too", breaks=4),

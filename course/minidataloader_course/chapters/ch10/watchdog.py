@@ -34,7 +34,8 @@ def get_result(result_queue, workers, timeout):
             return result_queue.get(timeout=0.1)  # short: check on the workers often
         except queue.Empty:
             pass
-        except Exception:  # a result whose worker died as it was read: who died?
+        except Exception:  # a result that cannot be read: did its worker die as it was read?
+            time.sleep(0.1)  # (a process takes a moment to be seen dead once it is killed)
             if all(worker.is_alive() for worker in workers):
                 raise
         for worker_id, worker in enumerate(workers):
