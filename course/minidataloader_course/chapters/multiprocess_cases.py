@@ -399,8 +399,10 @@ def reference_loader(dataset, arguments: dict):
 
 class TorchIterator:
     """torch's iterator for a loader made of the same parts: the oracle of the iterator's
-    exercises. ``_reset`` resets torch's own (persistent workers), and a ``_pin_memory_fn``
-    is applied to each batch torch yields, as a pin thread would."""
+    exercises. ``_reset`` resets torch's own (persistent workers). A ``_pin_memory_fn`` is
+    applied to each batch torch yields, as a pin thread would; without one, torch's loader
+    gets the loader's ``pin_memory`` and decides what to do with it (on a machine without an
+    accelerator: warn, and pin nothing)."""
 
     def __init__(self, loader):
         parts = {"collate_fn": loader.collate_fn, "generator": loader.generator,
@@ -414,10 +416,12 @@ class TorchIterator:
             parts.update(batch_sampler=loader.batch_sampler)
         else:
             parts.update(batch_size=None, sampler=loader.sampler)
+        self.pin_fn = getattr(loader, "_pin_memory_fn", None)
+        if self.pin_fn is None:
+            parts["pin_memory"] = getattr(loader, "pin_memory", False)
         with more_workers_than_cpus_is_fine():
             self.torch_loader = tud.DataLoader(loader.dataset, **parts)
             self.inner = iter(self.torch_loader)
-        self.pin_fn = getattr(loader, "_pin_memory_fn", None)
 
     def __iter__(self):
         return self

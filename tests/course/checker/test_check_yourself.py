@@ -111,7 +111,8 @@ def test_every_item_is_in_its_chapter_with_its_answer_first(name):
     assert name in WRITTEN, f"{name} is registered but no chapter asks it (:name: {name})"
     path, text = WRITTEN[name]
     assert path.startswith(name[2:4]), f"{name} is asked in {path}"
-    right = item.right_answer()
+    # an item measured where it runs (chapter 9's copy time, on a GPU) writes its model's value
+    right = getattr(item, "book_answer", item.right_answer)()
     assert text.answer.startswith(f"**{shown(right)}"), (
         f"{path}: the Answer of {name} must open with the right answer in bold, "
         f"**{shown(right)}.**, not {text.answer[:30]!r}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import queue
 import threading
 import time
@@ -17,8 +16,8 @@ import warnings
 from collections import OrderedDict, defaultdict, namedtuple
 
 import torch
-import torch.utils.data as tud
 
+from minidataloader_course.chapters.ch09 import copy_time, pin_thread
 from minidataloader_course.chapters.ch09 import solution as solutions
 from minidataloader_course.chapters.multiprocess_cases import (
     ITERATOR_PIECES,
@@ -345,12 +344,12 @@ register(Exercise(
 # 5. The iterator, grown: a pin thread between the workers and the training loop
 
 
-def _pin_iterator_cases() -> list[Case]:
+def _pin_thread_cases() -> list[Case]:
     return [
         iterator_case(("numbers", 8), {"batch_size": 2, "num_workers": 2},
                       "with loader._pin_memory_fn set, start a thread running pin_loop from the "
                       "result queue to a queue.Queue of the main process, read the batches "
-                      "from that one, and stop the thread at the end (done_event, then join)",
+                      "from that one, and stop the thread at the end (its event, then join)",
                       pin=True),
         iterator_case(("numbers", 8, None, 5), {"batch_size": 2, "num_workers": 2},
                       "the exception a worker sends passes the pin thread unpinned, and is "
@@ -358,7 +357,7 @@ def _pin_iterator_cases() -> list[Case]:
         iterator_case(("numbers", 8), {"batch_size": 3, "num_workers": 2,
                                        "persistent_workers": True},
                       "persistent workers: the acknowledgements come through the pin thread "
-                      "too, so _reset reads them from the pin thread's queue",
+                      "too, so a new epoch waits for them on the pin thread's queue",
                       pin=True, epochs=(None, 1, None)),
         iterator_case(("stream", 5), {"batch_size": 2, "num_workers": 2},
                       "a StreamEnded passes the pin thread as it is", watch=(), pin=True),
@@ -366,6 +365,14 @@ def _pin_iterator_cases() -> list[Case]:
                       "without a pin function (and pin_memory=False, or no accelerator), no "
                       "thread, not even one that passes the batches on as they are: read the "
                       "result queue as before"),
+    ]
+
+
+def _pinned_iterator_cases() -> list[Case]:
+    with_hook, _, _, _, without = _pin_thread_cases()
+    return [
+        with_hook,
+        without,
         _without_accelerator(iterator_case(
             ("numbers", 6), {"batch_size": 2, "num_workers": 2, "pin_memory": True},
             "pin_memory=True, no _pin_memory_fn, and no accelerator (torch.cuda.is_available() "
@@ -401,19 +408,6 @@ def no_accelerator():
     finally:
         for module, name, real in saved:
             setattr(module, name, real)
-
-
-class TorchPinningIterator(TorchIterator):
-    """torch's iterator (see ``TorchIterator``), its loader given the loader's ``pin_memory``
-    too: torch decides what to do with it (TorchIterator passes on only the other parts)."""
-
-    def __init__(self, loader):
-        made = tud.DataLoader
-        tud.DataLoader = functools.partial(made, pin_memory=loader.pin_memory)
-        try:
-            super().__init__(loader)
-        finally:
-            tud.DataLoader = made
 
 
 def _use_pinning_iterator(implementation, case: Case) -> dict:
@@ -484,16 +478,17 @@ def _threads() -> set:
     return {t for t in threading.enumerate() if not t.name.startswith("QueueFeederThread")}
 
 
+ITERATOR_HINT = ("once the workers run, decide the pin function; with one, a queue.Queue, a "
+                 "threading.Event and a thread running pin_loop, and every read of a result "
+                 "from that queue; stop the thread before the workers")
+
 register(Exercise(
-    reference=solutions.MultiProcessIterator,
-    name="MultiProcessIterator, pinned",
-    oracle=TorchPinningIterator,
-    cases=_pin_iterator_cases,
+    reference=pin_thread.MultiProcessIterator,
+    name="MultiProcessIterator, pin thread",
+    oracle=TorchIterator,
+    cases=_pin_thread_cases,
     run=_use_pinning_iterator,
-    hint=("in __init__: pin_fn = getattr(loader, '_pin_memory_fn', None) (or pin_batch with "
-          "Tensor.pin_memory when loader.pin_memory and an accelerator); with a pin_fn, a "
-          "queue.Queue, a threading.Event and a thread running pin_loop; read batches from "
-          "self.data_queue everywhere"),
+    hint=ITERATOR_HINT,
     forbidden=ITERATOR_PIECES + PIN_PIECES,
     time_limit=8.0,
     piece="dataloader.MultiProcessIterator",
@@ -505,9 +500,30 @@ register(Exercise(
              (2, 3, 4)),
         Rule("no pin function: no thread",
              (5,)),
-        Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`, no thread, "
-             "the batches unpinned",
-             (6,)),
+    ),
+    goals=(2, 6),
+))
+
+register(Exercise(
+    reference=solutions.MultiProcessIterator,
+    name="MultiProcessIterator, pinned",
+    oracle=TorchIterator,
+    cases=_pinned_iterator_cases,
+    run=_use_pinning_iterator,
+    hint=("the loader's _pin_memory_fn if it has one; else, with loader.pin_memory, pin_batch "
+          "with Tensor.pin_memory where there is an accelerator, and a UserWarning (and "
+          "nothing to pin) where there is none"),
+    forbidden=ITERATOR_PIECES + PIN_PIECES,
+    time_limit=8.0,
+    piece="dataloader.MultiProcessIterator",
+    expected_from="torch's iterator, each batch through the `_pin_memory_fn`",
+    rules=(
+        Rule("the hook still wins: a pin thread for `loader._pin_memory_fn`; no pin function, no thread",
+             (1, 2)),
+        Rule("`pin_memory=True` without an accelerator: no thread, the batches unpinned",
+             (3,)),
+        Rule("`pin_memory=True` without an accelerator: a `UserWarning` naming `pin_memory`",
+             (3,), parity="torch's warning"),
     ),
     goals=(6,),
 ))
@@ -595,3 +611,11 @@ register(Choice(
              "CUDA context of its own); the error is about forked copies",
         "d": "the training loop runs in the main process, where CUDA works",
     }, goals=(5,)))
+
+
+register(copy_time.CopyTimePrediction(
+    "ch09-copy-time", measure=copy_time.copy_ms_here,
+    prompt_text="a number of milliseconds",
+    why="the copy takes the batch's bytes over the bandwidth: 256 x 3 x 224 x 224 float32 "
+        "values are 154,140,672 bytes; in milliseconds",
+    goals=(5,)))

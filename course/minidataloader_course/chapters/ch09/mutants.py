@@ -61,10 +61,10 @@ MUTANTS = [
         "                data = error  # raised when the loop reaches this batch\n",
         "            data = pin_fn(data)\n")],
       "when pin_fn raises", breaks=3),
-    m("MultiProcessIterator, pinned", "starts no pin thread for a _pin_memory_fn",
+    m("MultiProcessIterator, pin thread", "starts no pin thread for a _pin_memory_fn",
       [("        if pin_fn is not None:  # or the pin thread's\n", "        if False:\n")],
       "with loader._pin_memory_fn set, start a thread", breaks=1),
-    m("MultiProcessIterator, pinned", "leaves the pin thread running",
+    m("MultiProcessIterator, pin thread", "leaves the pin thread running",
       [("            self.pin_done.set()\n            self.pin_thread.join()\n",
         "            pass\n")],
       "stop the thread at the end", breaks=1),
@@ -80,23 +80,20 @@ MUTANTS = [
       [("copy_start = compute_start if overlap else compute_end", "copy_start = compute_end")],
       "the next copy starts when a step starts", breaks=2),
     m("MultiProcessIterator, pinned", "pins without asking whether there is an accelerator",
-      [("            if torch.cuda.is_available():\n"
-        "                pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)\n"
-        "            else:  # as torch: say so, and yield the batches unpinned\n"
-        "                warnings.warn(",
-        "            pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)\n"
-        "            if False:\n"
-        "                warnings.warn(")],
-      "no accelerator", breaks=4),
+      [("            if torch.cuda.is_available():\n", "            if True:\n")],
+      "no accelerator", breaks=2),
     m("MultiProcessIterator, pinned", "yields the batches unpinned without a word",
-      [("            else:  # as torch: say so, and yield the batches unpinned\n"
-        "                warnings.warn(", "            elif False:\n                warnings.warn(")],
-      "a UserWarning that names 'pin_memory'", breaks=4),
-    m("MultiProcessIterator, pinned", "reads the acknowledgements from the result queue",
+      [("            warnings.warn(", "            if False:\n                warnings.warn(")],
+      "a UserWarning that names 'pin_memory'", breaks=3),
+    m("MultiProcessIterator, pinned", "forgets the loader's own pin function",
+      [('        pin_fn = getattr(loader, "_pin_memory_fn", None)  # the hook wins\n',
+        "        pin_fn = None\n")],
+      "with loader._pin_memory_fn set", breaks=1),
+    m("MultiProcessIterator, pin thread", "reads the acknowledgements from the result queue",
       [("            resume_workers(self.index_queues, self.data_queue, self.workers)\n",
         "            resume_workers(self.index_queues, self.result_queue, self.workers)\n")],
       "the acknowledgements come through the pin thread too", breaks=2),
-    m("MultiProcessIterator, pinned", "always starts the pin thread, passing batches on as they are",
+    m("MultiProcessIterator, pin thread", "always starts the pin thread, passing batches on as they are",
       [("        if pin_fn is not None:  # or the pin thread's\n",
         "        pin_fn = pin_fn or (lambda batch: batch)  # nothing to pin: the batch as it is\n"
         "        if pin_fn is not None:  # or the pin thread's\n")],

@@ -2,30 +2,32 @@
 
 ``rebuild_exception``, ``worker_loop``, ``get_result``, ``shutdown_workers`` and
 ``MultiProcessIterator`` are pieces of the learner's loader: a worker's error travels with its
-traceback and comes back as its own type, each side watches the other, a wait can time out,
-and the workers are stopped in an order that leaves nothing behind.
+traceback and comes back as its own type (``errors.py``), each side watches the other and a
+wait can time out (``watchdog.py``), and the workers are stopped in an order that leaves
+nothing behind (here). The worker loop and the iterator grow in steps, one module each.
 """
 
-import functools
 import math
 import multiprocessing
 import os
 import queue
 import random
-import signal
 import threading
 import time
 import traceback
-import warnings
 
 import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from minidataloader import _tracing
 from minidataloader_course.chapters.ch05.solution import IterableFetcher, MapFetcher
 from minidataloader_course.chapters.ch07.solution import generate_state
-from minidataloader_course.chapters.ch09 import solution as ch09
-from minidataloader_course.chapters.ch09.solution import pin_batch, pin_loop
+from minidataloader_course.chapters.ch09.solution import pin_loop
+from minidataloader_course.chapters.ch10 import watchdog
+from minidataloader_course.chapters.ch10.errors import rebuild_exception
+from minidataloader_course.chapters.ch10.lab import BuggyIterator
+from minidataloader_course.chapters.ch10.watchdog import get_result
 from minidataloader_course.learner.stubs.worker import (
     Resume,
     StreamEnded,
@@ -33,23 +35,11 @@ from minidataloader_course.learner.stubs.worker import (
     WorkerInfo,
 )
 
+__all__ = ["rebuild_exception", "get_result", "worker_loop", "shutdown_workers",
+           "MultiProcessIterator", "shared_memory_needed", "classify_failure",
+           "RepairedIterator"]
+
 _worker_info = None  # as in the learner's worker.py
-
-
-def rebuild_exception(exc_type, message):
-    if exc_type is KeyError:
-        class KeyErrorMessage(str):
-            """KeyError prints the repr() of its argument, and a str's repr() would show a
-            traceback as one line full of \\n: this one's repr() is the text itself."""
-
-            def __repr__(self):
-                return self
-
-        return KeyError(KeyErrorMessage(message))
-    try:
-        return exc_type(message)
-    except Exception:  # its constructor wants something else than one string
-        return RuntimeError(message)
 
 
 def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, collate_fn,
@@ -101,23 +91,6 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
         result_queue.cancel_join_thread()
 
 
-def get_result(result_queue, workers, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return result_queue.get(timeout=0.1)  # short: check on the workers often
-        except queue.Empty:
-            pass
-        for worker_id, worker in enumerate(workers):
-            if not worker.is_alive():
-                code = worker.exitcode
-                how = (f"was killed by {signal.Signals(-code).name}" if code < 0
-                       else f"exited with exit code {code}")
-                raise RuntimeError(f"worker {worker_id} (pid {worker.pid}) {how}")
-        if time.monotonic() >= deadline:
-            raise RuntimeError(f"timed out: no result within {timeout} seconds")
-
-
 def shutdown_workers(workers, index_queues, result_queue, done_event, timeout):
     done_event.set()  # 1. skip the tasks still queued
     for index_queue in index_queues:
@@ -143,12 +116,12 @@ def shutdown_workers(workers, index_queues, result_queue, done_event, timeout):
     return terminated
 
 
-class MultiProcessIterator(ch09.MultiProcessIterator):
+class MultiProcessIterator(watchdog.MultiProcessIterator):
     def __init__(self, loader):
-        self.loader = loader
-        self.num_workers = loader.num_workers
         self.shut_down = False
         self.owner = os.getpid()  # a forked worker holds a copy of this iterator, too
+        self.loader = loader
+        self.num_workers = loader.num_workers
         batched = loader.batch_sampler is not None
         self.index_sampler = loader.batch_sampler if batched else loader.sampler
         self.base_seed = torch.empty((), dtype=torch.int64).random_(
@@ -170,13 +143,7 @@ class MultiProcessIterator(ch09.MultiProcessIterator):
             self.index_queues.append(index_queue)
             self.workers.append(worker)
         self.data_queue = self.result_queue
-        pin_fn = getattr(loader, "_pin_memory_fn", None)
-        if pin_fn is None and loader.pin_memory:
-            if torch.cuda.is_available():
-                pin_fn = functools.partial(pin_batch, pin_fn=torch.Tensor.pin_memory)
-            else:  # as torch: say so, and yield the batches unpinned
-                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
-                              "found, then device pinned memory won't be used.", stacklevel=2)
+        pin_fn = self._pin_function(loader)
         if pin_fn is not None:
             self.data_queue = queue.Queue()
             self.pin_done = threading.Event()
@@ -184,23 +151,6 @@ class MultiProcessIterator(ch09.MultiProcessIterator):
                 self.result_queue, self.data_queue, self.pin_done, pin_fn))
             self.pin_thread.start()
         self._reset(loader, first_iter=True)
-
-    def _get(self):
-        # only the workers still at work: one whose stream ended may have left already
-        working = [w for w, active in zip(self.workers, self.active) if active]
-        timeout = self.loader.timeout if self.loader.timeout > 0 else math.inf
-        return get_result(self.data_queue, working, timeout)
-
-    def _hand_out(self, number, data):
-        if number == self.next_number:
-            self.next_number += 1
-        self.tasks[self.worker_of.pop(number)] -= 1
-        self._dispatch()
-        if isinstance(data, WorkerError):  # raised as the type it had in the worker
-            raise rebuild_exception(data.exc_type, data.message)
-        if isinstance(data, Exception):  # pin_fn's error, from the pin thread
-            raise data
-        return data
 
     def _shutdown(self):
         if self.shut_down or os.getpid() != self.owner:
@@ -242,3 +192,35 @@ def classify_failure(message):
         if any(clue in message for clue in clues):
             return category
     return "unknown"
+
+
+class RepairedIterator(BuggyIterator):
+    def __next__(self):
+        while True:
+            if self.next_number == self.sent:  # nothing in flight: the epoch is over
+                self._shutdown()
+                raise StopIteration
+            if self.next_number in self.waiting:  # it came early, and its turn has come
+                number = self.next_number
+                _tracing.emit("reorder_leave", batch=number)
+                return self._hand_out(number, self.waiting.pop(number))
+            number, data = self.result_queue.get()
+            _tracing.emit("received", batch=number, worker=self.worker_of[number])
+            if number == self.next_number:
+                return self._hand_out(number, data)
+            _tracing.emit("reorder_enter", batch=number)
+            self.waiting[number] = data
+
+    def _shutdown(self):
+        if self.shut_down:
+            return
+        self.shut_down = True
+        _tracing.epoch_end(self)
+        self.done_event.set()  # the tasks still queued are skipped
+        for index_queue in self.index_queues:  # every worker, busy or not, is told to leave
+            index_queue.put(None)
+        for worker in self.workers:
+            worker.join()
+
+    def __del__(self):  # after a break or a del: no worker outlives the iterator
+        self._shutdown()
