@@ -48,7 +48,7 @@ def pytest_addoption(parser):
 def chapter_of(item) -> int | None:
     """The chapter a test is about: its folder (tests/course/chNN/), an exercise, item or
     mutant it is run for, or a chapter's page or workbook in its name; None if none."""
-    folder = re.search(r"/ch(\d\d)/", str(item.path))
+    folder = re.search(r"/ch(\d\d)/", "/" + str(item.path.relative_to(ROOT)))
     if folder:
         return int(folder.group(1))
     from minidataloader_course import exercises, questions

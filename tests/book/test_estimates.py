@@ -127,9 +127,9 @@ def test_the_command_writes_one_line_per_page_and_the_front_pages_times(tmp_path
         line = text.split(START, 1)[1].split(END, 1)[0].strip()
         page = found[path.name]
         minutes = estimates.rounded(page.minutes())
-        assert line.startswith(f"**Time:** about {estimates.duration(minutes)} (core path: "
-                               f"{page.core_words:,} words; {page.exercises} exercise"), line
-        assert "cells 42 s)." in line and "how-the-time-estimates-are-computed" in line
+        assert line.startswith(f"**Time:** about {estimates.duration(minutes)}: "
+                               f"{page.core_words:,} words, {page.exercises} exercise"), line
+        assert line.endswith("cells 42 s ([how](../intro.md#how-the-times-are-computed))."), line
         assert "\n" not in line
         # after the title's paragraph, before anything else
         heading, paragraph, *after = text.split("\n# ", 1)[1].split("\n\n")
@@ -169,22 +169,23 @@ def test_the_block_is_valid_myst_and_shows_its_line_alone():
 
     page = Page(CHAPTERS[0], 2400, 800, 6, 4, 1, 40.0)  # (2,400 + 200) / 150 + 120 + 12 + 10 + 0.7
     text = estimates.with_estimate("# 1. A chapter\n\nIts first paragraph.\n\nMore.\n",
-                                   estimates.estimate_block(page, ROOT))
+                                   estimates.estimate_block(page))
     html = create_md_parser(MdParserConfig(), RendererHTML).render(text)
     shown = re.sub(r"<!--.*?-->", "", html)  # a MyST comment: Sphinx shows nothing of it
     assert START not in shown and END not in shown and "% " not in shown
     assert re.findall(r"<p>(.*?)</p>", shown) == [
         "Its first paragraph.",
-        "<strong>Time:</strong> about 2 h 40 min (core path: 2,400 words; 6 exercises; 4 "
-        "check-yourself items; 1 milestone; cells 40 s). <a href=\"https://github.com/"
-        "minidataloader/minidataloader/blob/main/course/README.md#how-the-time-estimates-are-"
-        "computed\">How it is computed</a>",
+        "<strong>Time:</strong> about 2 h 40 min: 2,400 words, 6 exercises, 4 questions, "
+        "1 milestone, cells 40 s (<a href=\"../intro.md#how-the-times-are-computed\">how</a>).",
         "More."]
 
 
-def test_the_readme_states_the_rule_the_module_uses():
-    section = (ROOT / "course" / "README.md").read_text().split(
-        "## How the time estimates are computed", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize("page, heading", [
+    ("course/README.md", "## How the time estimates are computed"),
+    ("intro.md", "## How the times are computed"),  # where every chapter's line links
+])
+def test_the_rule_stated_is_the_rule_the_module_uses(page, heading):
+    section = (ROOT / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
     text = " ".join(section.split())
     for stated in (f"{estimates.READING_SPEED} words a minute", f"{estimates.EXERCISE_MINUTES} "
                    f"minutes", f"{estimates.ITEM_MINUTES} minutes",

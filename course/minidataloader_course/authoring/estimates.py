@@ -1,5 +1,5 @@
-"""The time estimates of the chapters, computed by a stated rule (course/README.md, "How the
-time estimates are computed"), never typed:
+"""The time estimates of the chapters, computed by a stated rule (the front page's section
+"How the times are computed"; course/README.md says why these numbers), never typed:
 
     python -m minidataloader_course.authoring.estimates --measure   # after `make book`:
         # the cells' run time of every chapter page, from the build, into cell_seconds.json
@@ -51,7 +51,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from minidataloader_course.authoring.workbooks import ROOT, chapters, repository_url
+from minidataloader_course.authoring.workbooks import ROOT, chapters
 
 CELL_SECONDS = pathlib.Path(__file__).with_name("cell_seconds.json")
 
@@ -66,7 +66,7 @@ ROUNDING = 5  # minutes
 START, END = "% time-estimate", "% /time-estimate"  # MyST comments: the book shows neither
 _BLOCK = re.compile(rf"^{re.escape(START)}[ \t]*\n.*?^{re.escape(END)}[ \t]*\n?",
                     re.MULTILINE | re.DOTALL)
-README_SECTION = "course/README.md#how-the-time-estimates-are-computed"
+RULE_SECTION = "how-the-times-are-computed"  # the front page's section that states the rule
 
 
 class EstimateError(ValueError):
@@ -222,21 +222,20 @@ def _counted(number: int, word: str) -> str:
     return f"{number} {word}{'' if number == 1 else 's'}"
 
 
-def estimate_line(page: Page, root: pathlib.Path = ROOT) -> str:
+def estimate_line(page: Page) -> str:
     """The line a chapter page shows near its top."""
-    parts = [f"core path: {page.core_words:,} words", _counted(page.exercises, "exercise")]
+    parts = [f"{page.core_words:,} words", _counted(page.exercises, "exercise")]
     if page.items:
-        parts.append(_counted(page.items, "check-yourself item"))
+        parts.append(_counted(page.items, "question"))
     if page.milestones:
         parts.append(_counted(page.milestones, "milestone"))
     parts.append(f"cells {seconds_text(page.cell_seconds)}")
-    link = f"{repository_url(root).rstrip('/')}/blob/main/{README_SECTION}"
-    return (f"**Time:** about {duration(rounded(page.minutes()))} ({'; '.join(parts)}). "
-            f"[How it is computed]({link})")
+    return (f"**Time:** about {duration(rounded(page.minutes()))}: {', '.join(parts)} "
+            f"([how](../intro.md#{RULE_SECTION})).")
 
 
-def estimate_block(page: Page, root: pathlib.Path = ROOT) -> str:
-    return f"{START}\n\n{estimate_line(page, root)}\n\n{END}\n"
+def estimate_block(page: Page) -> str:
+    return f"{START}\n\n{estimate_line(page)}\n\n{END}\n"
 
 
 # ---------------------------------------------------------------------------------------
@@ -337,7 +336,7 @@ def written(root: pathlib.Path = ROOT, seconds: dict[str, float] | None = None
             ) -> dict[pathlib.Path, str]:
     """Every file the command writes, with what it writes there."""
     found = pages(root, seconds)
-    made = {page.path: with_estimate(page.path.read_text(), estimate_block(page, root))
+    made = {page.path: with_estimate(page.path.read_text(), estimate_block(page))
             for page in found}
     intro = root / "intro.md"
     made[intro] = with_front_page_times(intro.read_text(), chapter_minutes(found))

@@ -26,8 +26,6 @@ from minidataloader_course.learner import reference_source
 
 FINISHED = tuple(range(1, 16))  # every chapter
 TIERS = ("Hint 1: a question", "Hint 2: the idea", "Hint 3: a skeleton")
-# TRANSITION (stop 35): chapters move to TIERS one by one; remove OLD_TIERS once all have.
-OLD_TIERS = ("Hint 1: a nudge", "Hint 2: the approach", "Hint 3: near-code")
 BLANK = "____"
 _SKELETON = re.compile(r"^~~~python[ \t]*\n(?P<code>.*?)^~~~[ \t]*$", re.MULTILINE | re.DOTALL)
 
@@ -55,7 +53,7 @@ def ids(entry) -> str:
 def test_every_exercise_has_three_hint_tiers(entry):
     _, name, text = entry
     titles = [hint.title for hint in text.hints]
-    assert titles in (list(TIERS), list(OLD_TIERS)), (
+    assert titles == list(TIERS), (
         f"{name}: the hints must be {TIERS}, in order")
 
 
@@ -68,8 +66,6 @@ def sentences(text: str) -> list[str]:
 def test_hint_tiers_teach(entry):
     """Hint 1 asks, Hint 3 hands over a skeleton with blanks, never complete code."""
     _, name, text = entry
-    if [hint.title for hint in text.hints] != list(TIERS):
-        pytest.skip("TRANSITION: this chapter's hints still have the old titles")
     question, _, skeleton = (hint.body for hint in text.hints)
     assert sentences(question) and sentences(question)[-1].endswith("?"), (
         f"{name}: Hint 1 is a question about the learner's own code: end it with one")
