@@ -80,11 +80,12 @@ _FOLDED = re.compile(r"dropdown|toggle|\{solution|\{hint|\{tip\}|going deeper|:c
                      re.IGNORECASE)
 
 
-def prose_words(text: str) -> tuple[int, int]:
+def prose_words(text: str, with_estimate: bool = False) -> tuple[int, int]:
     """(all words, folded words) of a page's prose: outside code cells and fenced code;
     folded words are inside dropdowns, toggles, hints, solutions and tips (what a reader
-    opens on purpose). The estimate's own block is left out."""
-    lines = _BLOCK.sub("", text).splitlines()
+    opens on purpose). The estimate's own block is left out, unless ``with_estimate`` (the
+    word budget counts what the reader reads, the line included)."""
+    lines = (text if with_estimate else _BLOCK.sub("", text)).splitlines()
     stack: list[tuple[str, bool]] = []
     words = folded = 0
     in_code = None
