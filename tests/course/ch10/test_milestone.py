@@ -18,17 +18,11 @@ from minidataloader_course.learner import (
     write_piece,
 )
 from minidataloader_course.milestones import _pieces_up_to, _run_suite
-from tests.support.mp_procs import children
 
 SLACK = 30.0  # seconds beyond a suite's time limit (torch's side, then the learner's)
 
 
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
-
+pytestmark = pytest.mark.usefixtures("no_process_left")  # tests/course/conftest.py
 
 def suite(name: str):
     return next(s for s in milestones()[10].suites if s.name == name)

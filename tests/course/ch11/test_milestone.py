@@ -24,10 +24,10 @@ from minidataloader_course.learner import (
     write_piece,
 )
 from minidataloader_course.milestones import _pieces_up_to, _run_suite
-from tests.support.mp_procs import children
 
-pytestmark = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
-                                reason="the suites fork their workers where fork exists")
+pytestmark = [pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                                 reason="the suites fork their workers where fork exists"),
+              pytest.mark.usefixtures("no_process_left")]  # tests/course/conftest.py
 
 THROUGHPUT = "throughput on the I/O-bound workload, against torch's"
 BATCHES = "the I/O-bound workload's batches"
@@ -35,13 +35,6 @@ BATCHES = "the I/O-bound workload's batches"
 # epoch; this one sends a single task, and the next only when a batch is handed out
 WINDOW = "        for _ in range(loader.prefetch_factor * self.num_workers):\n"
 ONE_TASK = "        for _ in range(1):  # one task at a time: wait for it, then send the next\n"
-
-
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
 
 
 def suite(name):

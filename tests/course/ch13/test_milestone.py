@@ -14,18 +14,12 @@ from minidataloader_course.catalog import milestones
 from minidataloader_course.checker.verdict import FAILED, PASSED
 from minidataloader_course.learner import fill_with_solutions, import_package
 from minidataloader_course.milestones import _pieces_up_to, _run_suite
-from tests.support.mp_procs import children
 
 NAME = "pin_memory=True on this machine, as it is"
 WARNING = "warnings.warn(\"'pin_memory' argument is set as true"
 
 
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
-
+pytestmark = pytest.mark.usefixtures("no_process_left")  # tests/course/conftest.py
 
 def run(tmp_path, silent: bool = False):
     package = tmp_path / "notebooks" / "myloader"

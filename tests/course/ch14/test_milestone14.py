@@ -24,19 +24,13 @@ from minidataloader_course.learner import (
     write_piece,
 )
 from minidataloader_course.milestones import _check_pieces, _pieces_up_to, _run_suite
-from tests.support.mp_procs import children
 
 SLACK = 60.0  # seconds beyond a suite's time limits that a loaded machine may need
 KILLED = "killed with SIGKILL in the middle of an epoch, resumed"
 REFUSED = "a state that does not fit is refused"
 
 
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
-
+pytestmark = pytest.mark.usefixtures("no_process_left")  # tests/course/conftest.py
 
 def suite(name: str):
     return next(s for s in milestones()[14].suites if s.name == name)

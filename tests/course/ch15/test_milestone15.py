@@ -20,17 +20,11 @@ from minidataloader_course.learner import (
     write_piece,
 )
 from minidataloader_course.milestones import _pieces_up_to, _run_suite
-from tests.support.mp_procs import children
 
 SLACK = 60.0
 
 
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
-
+pytestmark = pytest.mark.usefixtures("no_process_left")  # tests/course/conftest.py
 
 SUITES = [suite.name for suite in milestones()[15].suites]
 

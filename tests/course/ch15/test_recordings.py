@@ -20,16 +20,9 @@ from minidataloader_course.chapters.ch15.recordings import (
     trace_epoch,
 )
 from minidataloader_course.viz import queue_flow_html
-from tests.support.mp_procs import children
 
-pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(autouse=True)
-def no_process_left():
-    before = set(children())
-    yield
-    assert not set(children()) - before, "processes left behind"
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.usefixtures("no_process_left")]  # tests/course/conftest.py
 
 
 def digest(folder) -> str:
