@@ -218,8 +218,8 @@ def _convert_cases() -> list[Case]:
         Case({"data": Point(np.float32(1.0), np.arange(2))},
              description="data = Point(x=np.float32(1.0), y=np.arange(2)) (a namedtuple)",
              hint="a namedtuple keeps its type"),
-        Case({"data": {"pair": (array, {"scale": np.float64(0.5)})}},
-             description="data = {'pair': (int32 array, {'scale': np.float64(0.5)})}",
+        Case({"data": {"pair": [array, {"scale": np.float64(0.5)}]}},  # a list: the tuple's
+             description="data = {'pair': [int32 array, {'scale': np.float64(0.5)}]}",  # case is 8
              hint="convert inside containers inside containers: call your function on each "
                   "item again"),
     ]

@@ -246,6 +246,23 @@ register(Exercise(
 # Check yourself
 
 register(Choice(
+    "ch15-sorted-batches", answer="b", why={
+        "a": "the recordings are the same, but sorted they fall into the same batches every "
+             "epoch, each of one length: the batches are no longer a random sample",
+        "c": "padding works on any batch; sorted batches simply need little of it",
+        "d": "a worker reads a whole batch whatever its recordings; sorting changes which "
+             "recordings go together, not who reads them",
+    }, goals=(1,)))
+
+register(Choice(
+    "ch15-why-a-ratio", answer="a", why={
+        "b": "both are easy: the point is what the number depends on",
+        "c": "without workers the loader is as slow as its reads; with workers how much faster "
+             "depends on your settings: the target asks you to reach three times",
+        "d": "the target is about your loader against itself without workers, not torch's",
+    }, goals=(3,)))
+
+register(Choice(
     "ch15-batches-per-worker", answer="b", why={
         "a": "a worker reads a whole batch; 128 recordings in batches of 64 are 2 batches, so "
              "only 2 workers ever have one",
