@@ -1,7 +1,9 @@
 """Milestones on learners' packages: the reference pieces pass (milestone 5 in this process,
-5 and 7 from a terminal with spawn; every milestone runs in its workbook, with fork and with
-spawn, in tests/book/test_notebooks.py), the stubs are "not attempted yet", and broken packages get
-the right verdict, naming the piece, within their time limits, with no process left behind."""
+and from a terminal with spawn; every milestone runs in its workbook, with fork and with spawn,
+in tests/book/test_notebooks.py; spawned workers that import the learner's package from a
+terminal: milestone 14's, tests/course/ch14/test_milestone14.py), the stubs are "not
+attempted yet", and broken packages get the right verdict, naming the piece, within their
+time limits, with no process left behind."""
 
 from __future__ import annotations
 
@@ -236,23 +238,6 @@ def broken_in(tmp_path, chapter: int, exercise: str, old: str, new: str) -> path
 def piece_of(exercise: str) -> str:
     return next(piece for piece, asking in piece_exercises().items()
                 if exercise in [e.name for e in asking])
-
-
-def test_the_reference_pieces_pass_milestone_7_from_a_terminal_with_spawn(tmp_path):
-    """From a terminal, with spawn as the start method: the checks still fork their children,
-    and the learner's package is found by the workers the milestone's cases spawn. (The
-    workbooks run every milestone in a kernel, with fork and with spawn:
-    tests/book/test_notebooks.py.)"""
-    package = solved(tmp_path, 7)
-    done = subprocess.run([sys.executable, "-m", "minidataloader_course", "milestone", "7",
-                           str(package), "--start-method", "spawn"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("✔ passed: milestone 7")
-    assert "all 14 pass their checks" in done.stdout
-    assert ("configurations with workers, started with the start method in use: the same as "
-            "torch on all") in done.stdout and "(fork)" not in done.stdout  # spawn is in use
-    assert "workers started with spawn: the same as torch on all 2 cases" in done.stdout
 
 
 def timed_milestone(number: int, package, limit: float) -> str:

@@ -31,7 +31,8 @@ NOTE [ Where the cells' run time comes from ]
 myst-nb records, for every page it executes, the notebook's run time in seconds (kernel start
 included) in the Sphinx environment: ``env.nb_metadata[docname]["exec_data"]["runtime"]``,
 pickled in ``_build/.doctrees/environment.pickle``. It is there whatever the execution mode:
-``force`` (``make book-strict``) times the run; ``cache`` (``make book``) times it when it
+``force`` (``make book-strict``, two pages at a time) times the run; ``cache`` (``make book``,
+one page at a time, the build to measure from) times it when it
 runs a page and otherwise copies the time jupyter-cache stored with the cached notebook
 (``execution_seconds`` in ``_build/.jupyter_cache``). So the one place to read covers both
 builds, and a page read from the cache still has the time of its real run. (nbclient's
