@@ -5,8 +5,8 @@ the cache), any warning an error, missing references too, two pages read at a ti
 
 NOTE [ Two pages at a time, in the strict build only ]
 Reading a page executes it, and reading takes most of the build: about seven minutes one
-page after the other on two cores, about half of that two at a time (Sphinx's parallel
-read, ``-j 2``, forks two readers). Jupyter Book's command line has no ``-j``; its
+page after the other on two cores, about four two at a time (measured 2026-12-07; Sphinx's
+parallel read, ``-j 2``, forks two readers). Jupyter Book's command line has no ``-j``; its
 ``build_sphinx`` has ``jobs``, so this module runs the command line with that set.
 Sphinx reads in parallel only when every extension declares that it may. Two that Jupyter
 Book loads declare nothing, so Sphinx would warn and read serially, and under ``-W`` the
